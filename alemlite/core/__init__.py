@@ -1,0 +1,27 @@
+"""The environment contract and the wrappers every environment plugs into."""
+
+from alemlite.core.environment import Environment, StepResult, Wrapper
+from alemlite.core.errors import ConfigError, require
+from alemlite.core.jaxmarl import JaxMARLAdapter
+from alemlite.core.logging import LogState, LogWrapper
+from alemlite.core.registry import make, register, registered_environments
+from alemlite.core.spaces import Box, Discrete
+from alemlite.core.vec import VecEnv, VecState
+
+__all__ = [
+    "Box",
+    "ConfigError",
+    "Discrete",
+    "Environment",
+    "JaxMARLAdapter",
+    "LogState",
+    "LogWrapper",
+    "StepResult",
+    "VecEnv",
+    "VecState",
+    "Wrapper",
+    "make",
+    "register",
+    "registered_environments",
+    "require",
+]

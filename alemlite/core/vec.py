@@ -1,0 +1,165 @@
+"""A batch of environments in one compiled program, with auto-reset from a pool.
+
+`VecEnv` vmaps an `Environment` over `num_envs` copies. When an episode ends,
+the environment is restarted in the same step from a *generated* start state
+and `info["final_observation"]` keeps the observation the episode ended on, so
+that value bootstrapping at truncation stays correct.
+
+Two reset sources:
+- `pool_size=0`: every finished environment generates a fresh start state.
+  Under vmap a masked reset runs for every environment on every step, so use
+  this only where `generate` is cheap (dining).
+- `pool_size=M`: a ring of M pre-generated start states, of which
+  `refresh_per_step` are regenerated each step (optimistic reset, as in
+  Craftax). Finished environments take consecutive slots from a cursor. If more
+  environments finish in one step than are refreshed, the older of the slots
+  they took are only refreshed later, so a start state can be reused once the
+  cursor has gone round the ring; every environment still restarts, from a
+  valid generated state, with its own key.
+
+Params may be shared (`env.default_params`) or batched with a leading
+`num_envs` axis on any leaf, which is how one batch mixes table sizes or
+difficulties. Pool states are generated with the first environment's params;
+per-environment parts of a reset belong in `Environment.reset_from`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from alemlite.core.environment import Environment
+from alemlite.core.errors import require
+
+
+@struct.dataclass
+class VecState:
+    env_state: Any  # leaves with a leading (num_envs,) axis
+    pool: Any  # leaves with a leading (pool_size,) axis; None without a pool
+    pool_cursor: jax.Array  # () int32, next slot to hand out
+
+
+class VecEnv:
+    """`num_envs` copies of `env`, stepped together, restarted when done."""
+
+    def __init__(
+        self, env: Environment, num_envs: int, pool_size: int = 0, refresh_per_step: int = 1
+    ):
+        require(num_envs >= 1, f"num_envs={num_envs} must be at least 1")
+        require(pool_size >= 0, f"pool_size={pool_size} must be 0 (no pool) or positive")
+        require(
+            pool_size == 0 or 1 <= refresh_per_step <= pool_size,
+            f"refresh_per_step={refresh_per_step} must lie in 1..pool_size={pool_size}",
+        )
+        self.env = env
+        self.num_envs = num_envs
+        self.pool_size = pool_size
+        self.refresh_per_step = refresh_per_step
+
+    # ---- params ---------------------------------------------------------------
+    def params_axes(self, params: Any) -> Any:
+        """vmap axes for `params`: 0 on leaves that carry a leading batch axis."""
+        return jax.tree.map(
+            lambda leaf, default: 0 if jnp.ndim(leaf) == jnp.ndim(default) + 1 else None,
+            params,
+            self.env.default_params,
+        )
+
+    def batch_params(self, params: Any) -> Any:
+        """Give every leaf of single-environment `params` a leading batch axis."""
+        return jax.tree.map(
+            lambda leaf: jnp.broadcast_to(leaf, (self.num_envs, *jnp.shape(leaf))), params
+        )
+
+    def _first_params(self, params: Any) -> Any:
+        return jax.tree.map(
+            lambda leaf, axis: leaf if axis is None else leaf[0], params, self.params_axes(params)
+        )
+
+    def _vmap(self, function, in_axes_before_params: tuple, params: Any):
+        return jax.vmap(function, in_axes=(*in_axes_before_params, self.params_axes(params)))
+
+    # ---- the batch --------------------------------------------------------------
+    def reset(self, key: jax.Array, params: Any) -> tuple[jax.Array, VecState]:
+        """Fresh episodes in every environment (and a filled pool)."""
+        env_key, pool_key = jax.random.split(key)
+        keys = jax.random.split(env_key, self.num_envs)
+        obs, env_state = self._vmap(self.env.reset, (0,), params)(keys, params)
+        pool = None
+        if self.pool_size:
+            pool_keys = jax.random.split(pool_key, self.pool_size)
+            pool = jax.vmap(self.env.generate, in_axes=(0, None))(
+                pool_keys, self._first_params(params)
+            )
+        return obs, VecState(env_state=env_state, pool=pool, pool_cursor=jnp.zeros((), jnp.int32))
+
+    def step(
+        self, key: jax.Array, state: VecState, actions: jax.Array, params: Any
+    ) -> tuple[jax.Array, VecState, jax.Array, jax.Array, dict[str, Any]]:
+        """Step every environment with `actions` `(num_envs, num_agents)`; restart finished ones."""
+        step_key, reset_key, refresh_key = jax.random.split(key, 3)
+        step_keys = jax.random.split(step_key, self.num_envs)
+        obs, env_state, reward, done, info = self._vmap(self.env.step, (0, 0, 0), params)(
+            step_keys, state.env_state, actions, params
+        )
+        info = {
+            **info,
+            "final_observation": obs,
+            "final_global_state": self._vmap(self.env.global_state, (0,), params)(
+                env_state, params
+            ),
+        }
+        reset_keys = jax.random.split(reset_key, self.num_envs)
+        if self.pool_size:
+            restart_obs, restart_state, pool, cursor = self._draw_from_pool(
+                reset_keys, refresh_key, state, done, params
+            )
+        else:
+            restart_obs, restart_state = self._vmap(self.env.reset, (0,), params)(
+                reset_keys, params
+            )
+            pool, cursor = state.pool, state.pool_cursor
+
+        def where_done(restarted, continued):
+            mask = done.reshape(done.shape + (1,) * (continued.ndim - 1))
+            return jnp.where(mask, restarted, continued)
+
+        obs = where_done(restart_obs, obs)
+        env_state = jax.tree.map(where_done, restart_state, env_state)
+        return obs, VecState(env_state=env_state, pool=pool, pool_cursor=cursor), reward, done, info
+
+    def _draw_from_pool(self, reset_keys, refresh_key, state: VecState, done, params):
+        rank = jnp.cumsum(done.astype(jnp.int32)) - 1
+        slots = (state.pool_cursor + rank) % self.pool_size
+        drawn = jax.tree.map(lambda pooled: pooled[slots], state.pool)
+        restart_obs, restart_state = self._vmap(self.env.reset_from, (0, 0), params)(
+            reset_keys, drawn, params
+        )
+        cursor = (state.pool_cursor + done.sum(dtype=jnp.int32)) % self.pool_size
+        # Regenerate the most recently handed-out slots, just behind the cursor.
+        refresh_slots = (
+            cursor - self.refresh_per_step + jnp.arange(self.refresh_per_step)
+        ) % self.pool_size
+        refresh_keys = jax.random.split(refresh_key, self.refresh_per_step)
+        fresh = jax.vmap(self.env.generate, in_axes=(0, None))(
+            refresh_keys, self._first_params(params)
+        )
+        pool = jax.tree.map(
+            lambda pooled, new: pooled.at[refresh_slots].set(new), state.pool, fresh
+        )
+        return restart_obs, restart_state, pool, cursor
+
+    def observe(self, state: VecState, params: Any) -> jax.Array:
+        return self._vmap(self.env.observe, (0,), params)(state.env_state, params)
+
+    def action_mask(self, state: VecState, params: Any) -> jax.Array:
+        return self._vmap(self.env.action_mask, (0,), params)(state.env_state, params)
+
+    def global_state(self, state: VecState, params: Any) -> jax.Array:
+        return self._vmap(self.env.global_state, (0,), params)(state.env_state, params)
+
+    def agent_active(self, state: VecState, params: Any) -> jax.Array:
+        return self._vmap(self.env.agent_active, (0,), params)(state.env_state, params)

@@ -1,0 +1,77 @@
+"""Evaluation on the fixed seed protocol shared by MARL agents and the LLM bridge.
+
+Seed protocol: episode `i` of an evaluation with base seed `b` uses
+`key = jax.random.PRNGKey(b + i)`; `reset_key, play_key = jax.random.split(key)`
+starts the episode, and step `t` uses `jax.random.split(jax.random.fold_in(play_key, t))`
+as `(policy_key, env_key)`. Anything that follows it (a trained agent, a
+scripted policy, a language model) meets the same start states and the same
+environment randomness, so their numbers are comparable episode by episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from alemlite.core.environment import Environment
+
+# policy(key, state, params) -> actions (num_agents,) int32; jittable.
+Policy = Callable[[jax.Array, Any, Any], jax.Array]
+
+
+def episode_keys(base_seed: int, num_episodes: int) -> jax.Array:
+    """The per-episode keys of the protocol, `PRNGKey(base_seed + i)`."""
+    return jax.vmap(jax.random.PRNGKey)(base_seed + jnp.arange(num_episodes))
+
+
+def step_keys(play_key: jax.Array, step: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`(policy_key, env_key)` for step `step` of an episode."""
+    policy_key, env_key = jax.random.split(jax.random.fold_in(play_key, step))
+    return policy_key, env_key
+
+
+def play_episode(env: Environment, policy: Policy, params: Any, key: jax.Array) -> dict:
+    """Play one episode to its end; returns the env's metrics plus return and length."""
+    reset_key, play_key = jax.random.split(key)
+    _, state = env.reset(reset_key, params)
+
+    def not_done(carry):
+        return ~carry[2]
+
+    def one_step(carry):
+        state, episode_return, _, step = carry
+        policy_key, env_key = step_keys(play_key, step)
+        actions = policy(policy_key, state, params)
+        _, state, reward, done, _ = env.step(env_key, state, actions, params)
+        return state, episode_return + reward, done, step + 1
+
+    initial = (state, jnp.zeros((env.num_agents,), jnp.float32), jnp.array(False), jnp.int32(0))
+    state, episode_return, _, length = jax.lax.while_loop(not_done, one_step, initial)
+    active = env.agent_active(state, params)
+    return {
+        **env.episode_metrics(state, params),
+        "episode_return": jnp.sum(episode_return * active) / jnp.maximum(active.sum(), 1),
+        "episode_length": length,
+    }
+
+
+def evaluate(
+    env: Environment,
+    policy: Policy,
+    params: Any,
+    num_episodes: int,
+    base_seed: int = 0,
+    batch_size: int = 1024,
+) -> dict[str, np.ndarray]:
+    """Per-episode metrics of `num_episodes` episodes, played in vmapped batches."""
+    play_batch = jax.jit(jax.vmap(lambda key: play_episode(env, policy, params, key)))
+    keys = episode_keys(base_seed, num_episodes)
+    chunks = [
+        jax.device_get(play_batch(keys[start : start + batch_size]))
+        for start in range(0, num_episodes, batch_size)
+    ]
+    return {name: np.concatenate([chunk[name] for chunk in chunks]) for name in chunks[0]}

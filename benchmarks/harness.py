@@ -1,0 +1,122 @@
+"""The measurement protocol every benchmark follows (see the performance spec).
+
+Compile ahead of time and report compile time apart; warm up once; time at
+least five `block_until_ready` repeats and report the median with min and max;
+write one JSON per run that names the machine, the device, the JAX version and
+the project commit, beside a plot of the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Timing:
+    compile_s: float
+    median_s: float
+    min_s: float
+    max_s: float
+    repeats: int
+
+
+def time_compiled(function: Callable, *args: Any, repeats: int = 5) -> Timing:
+    """AOT-compile `function(*args)`, warm up once, then time `repeats` runs."""
+    start = time.perf_counter()
+    compiled = jax.jit(function).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*args))
+    durations = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        durations.append(time.perf_counter() - start)
+    return Timing(compile_s, statistics.median(durations), min(durations), max(durations), repeats)
+
+
+def time_python(function: Callable[[], Any], repeats: int = 5) -> Timing:
+    """Time a plain-Python callable the same way (no compile step)."""
+    function()
+    durations = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        durations.append(time.perf_counter() - start)
+    return Timing(0.0, statistics.median(durations), min(durations), max(durations), repeats)
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    device = jax.devices()[0]
+    return {
+        "machine": platform.node(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "device_kind": device.device_kind,
+        "platform": device.platform,
+        "jax_version": jax.__version__,
+        "python": platform.python_version(),
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_results(name: str, payload: dict[str, Any], out_dir: Path = RESULTS_DIR) -> Path:
+    """Write `payload` plus machine info as `<name>_<platform>.json`; returns the path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info = machine_info()
+    path = out_dir / f"{name}_{info['platform']}.json"
+    body = {"benchmark": name, **info, **_plain(payload)}
+    path.write_text(json.dumps(body, indent=2) + "\n")
+    return path
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Timing):
+        return asdict(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def hash_actions(step: jax.Array, num_envs: int, num_agents: int, num_actions: int) -> jax.Array:
+    """Cheap, deterministic pseudo-random actions from (step, env, agent).
+
+    Benchmarks use these so that the environment is timed, not the RNG.
+    """
+    env = jnp.arange(num_envs, dtype=jnp.uint32)[:, None]
+    agent = jnp.arange(num_agents, dtype=jnp.uint32)[None, :]
+    mixed = (step.astype(jnp.uint32) * jnp.uint32(0x9E3779B1)) ^ (env * jnp.uint32(0x85EBCA77))
+    mixed = mixed ^ (agent * jnp.uint32(0xC2B2AE3D))
+    mixed = mixed ^ (mixed >> 15)
+    mixed = mixed * jnp.uint32(0x2C1B3C6D)
+    mixed = mixed ^ (mixed >> 12)
+    return (mixed % jnp.uint32(num_actions)).astype(jnp.int32)
