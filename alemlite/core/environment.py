@@ -65,6 +65,16 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     def default_params(self) -> ParamsT:
         """Dynamic parameters built from the static config's defaults."""
 
+    @property
+    def needs_step_key(self) -> bool:
+        """Whether `step` draws random numbers; if not, batches skip splitting keys for it."""
+        return True
+
+    @property
+    def needs_reset_key(self) -> bool:
+        """Whether `reset` draws random numbers; if not, batches skip splitting keys for it."""
+        return True
+
     # ---- dynamics ------------------------------------------------------------
     @abc.abstractmethod
     def generate(self, key: jax.Array, params: ParamsT) -> StateT:
@@ -142,6 +152,14 @@ class Wrapper(Environment[StateT, ParamsT]):
     @property
     def default_params(self) -> ParamsT:
         return self.inner.default_params
+
+    @property
+    def needs_step_key(self) -> bool:
+        return self.inner.needs_step_key
+
+    @property
+    def needs_reset_key(self) -> bool:
+        return self.inner.needs_reset_key
 
     def __getattr__(self, attribute: str) -> Any:
         # Environment-specific helpers (renderers, configs) stay reachable through wrappers.

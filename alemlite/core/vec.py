@@ -101,10 +101,10 @@ class VecEnv:
     ) -> tuple[jax.Array, VecState, jax.Array, jax.Array, dict[str, Any]]:
         """Step every environment with `actions` `(num_envs, num_agents)`; restart finished ones."""
         step_key, reset_key, refresh_key = jax.random.split(key, 3)
-        step_keys = jax.random.split(step_key, self.num_envs)
-        obs, env_state, reward, done, info = self._vmap(self.env.step, (0, 0, 0), params)(
-            step_keys, state.env_state, actions, params
-        )
+        step_keys, step_key_axis = self._keys_for(step_key, self.env.needs_step_key)
+        obs, env_state, reward, done, info = self._vmap(
+            self.env.step, (step_key_axis, 0, 0), params
+        )(step_keys, state.env_state, actions, params)
         info = {
             **info,
             "final_observation": obs,
@@ -112,13 +112,13 @@ class VecEnv:
                 env_state, params
             ),
         }
-        reset_keys = jax.random.split(reset_key, self.num_envs)
+        reset_keys, reset_key_axis = self._keys_for(reset_key, self.env.needs_reset_key)
         if self.pool_size:
             restart_obs, restart_state, pool, cursor = self._draw_from_pool(
-                reset_keys, refresh_key, state, done, params
+                reset_keys, reset_key_axis, refresh_key, state, done, params
             )
         else:
-            restart_obs, restart_state = self._vmap(self.env.reset, (0,), params)(
+            restart_obs, restart_state = self._vmap(self.env.reset, (reset_key_axis,), params)(
                 reset_keys, params
             )
             pool, cursor = state.pool, state.pool_cursor
@@ -131,11 +131,20 @@ class VecEnv:
         env_state = jax.tree.map(where_done, restart_state, env_state)
         return obs, VecState(env_state=env_state, pool=pool, pool_cursor=cursor), reward, done, info
 
-    def _draw_from_pool(self, reset_keys, refresh_key, state: VecState, done, params):
+    def _keys_for(self, key: jax.Array, needed: bool) -> tuple[jax.Array, int | None]:
+        """One key per environment, or one shared key where none is ever drawn from.
+
+        Splitting a key per environment per step can cost more than a cheap step.
+        """
+        if needed:
+            return jax.random.split(key, self.num_envs), 0
+        return key, None
+
+    def _draw_from_pool(self, reset_keys, key_axis, refresh_key, state: VecState, done, params):
         rank = jnp.cumsum(done.astype(jnp.int32)) - 1
         slots = (state.pool_cursor + rank) % self.pool_size
         drawn = jax.tree.map(lambda pooled: pooled[slots], state.pool)
-        restart_obs, restart_state = self._vmap(self.env.reset_from, (0, 0), params)(
+        restart_obs, restart_state = self._vmap(self.env.reset_from, (key_axis, 0), params)(
             reset_keys, drawn, params
         )
         cursor = (state.pool_cursor + done.sum(dtype=jnp.int32)) % self.pool_size

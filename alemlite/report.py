@@ -1,0 +1,48 @@
+"""Evaluation reports: a metrics table with confidence intervals, and its JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from alemlite.stats import summarise
+
+
+def format_table(summary: Mapping[str, Mapping[str, Any]], title: str = "") -> str:
+    """A plain-text table: metric, mean, 95% interval, n, interval method."""
+    rows = [("metric", "mean", "95% CI", "n", "CI")]
+    for name, entry in summary.items():
+        interval = f"[{entry['low']:.3f}, {entry['high']:.3f}]"
+        rows.append((name, f"{entry['mean']:.3f}", interval, str(entry["n"]), entry["ci"]))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(([title] if title else []) + lines)
+
+
+def write_report(
+    path: Path, config: Mapping[str, Any], episodes: Mapping[str, np.ndarray]
+) -> dict[str, Any]:
+    """Write config, summary and per-episode values to `path` (JSON); returns the summary."""
+    summary = summarise(episodes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {
+        "config": dict(config),
+        "summary": summary,
+        "episodes": {name: np.asarray(values).tolist() for name, values in episodes.items()},
+    }
+    path.write_text(json.dumps(body, indent=2, default=str) + "\n")
+    return summary
+
+
+def read_episodes(path: Path) -> dict[str, np.ndarray]:
+    """Per-episode values of a report written by `write_report`."""
+    body = json.loads(Path(path).read_text())
+    return {name: np.asarray(values) for name, values in body["episodes"].items()}
