@@ -71,9 +71,12 @@ def mann_whitney_u(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 
 def is_rate(values: np.ndarray) -> bool:
-    """Per-episode 0/1 outcomes, summarised as a rate with a Wilson interval."""
-    values = np.asarray(values)
-    return values.dtype == bool or bool(np.all((values == 0) | (values == 1)))
+    """Boolean per-episode outcomes, summarised as a rate with a Wilson interval.
+
+    Only the dtype decides: a count that happens to be 0 or 1 in every episode
+    is still a count.
+    """
+    return np.asarray(values).dtype == bool
 
 
 def summarise(metrics: Mapping[str, np.ndarray], confidence: float = 0.95) -> dict[str, dict]:

@@ -38,8 +38,15 @@ def test_mean_ci_contains_the_mean_and_shrinks_with_more_data():
 
 
 def test_summarise_uses_wilson_for_outcomes_and_t_for_values():
-    summary = stats.summarise({"deadlock": np.array([0, 1, 0, 0]), "meals": np.array([1.5, 2.5])})
+    summary = stats.summarise(
+        {
+            "deadlock": np.array([False, True, False, False]),
+            "starvation": np.array([1, 1, 1]),
+            "meals": np.array([1.5, 2.5]),
+        }
+    )
     assert summary["deadlock"]["ci"] == "wilson" and summary["deadlock"]["mean"] == 0.25
+    assert summary["starvation"]["ci"] == "t"  # a count, even when every episode had one
     assert summary["meals"]["ci"] == "t" and summary["meals"]["n"] == 2
 
 
