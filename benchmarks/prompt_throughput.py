@@ -1,0 +1,116 @@
+"""Prompts per second serialised from a batch of environments (dining and Craft).
+
+A batch is played a few steps with a uniform-random policy so that states and
+messages vary; then, per repetition, the batched state (with the action masks) is
+copied to the host once (`jax.device_get`) and every agent's observation text is
+built. The figure counts both the transfer and the text building, as the runner
+does each step.
+
+    python -m benchmarks.prompt_throughput [--dining-tables 2048] [--craft-worlds 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import alemlite
+from llm_bridge.render.base import PromptOptions
+from llm_bridge.render.craft import CraftRenderer
+from llm_bridge.render.dining import DiningRenderer
+
+RESULTS = Path(__file__).parent / "results" / "prompt_throughput.json"
+MESSAGE = "I will wait for you to eat first, then take the fork on my left."
+
+
+def played_batch(env, num_envs: int, warm_steps: int):
+    """`num_envs` states after `warm_steps` uniform-random steps, and their action masks."""
+    params = env.default_params
+
+    def one(key):
+        _, state = env.reset(key, params)
+
+        def body(step, state):
+            policy_key, env_key = jax.random.split(jax.random.fold_in(key, step))
+            actions = jax.random.randint(policy_key, (env.num_agents,), 0, env.num_actions)
+            return env.step(env_key, state, actions, params)[1]
+
+        state = jax.lax.fori_loop(0, warm_steps, body, state)
+        return state, env.action_mask(state, params)
+
+    batch = jax.jit(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(0), num_envs))
+    return params, jax.block_until_ready(batch)
+
+
+def measure(env, renderer, options: PromptOptions, num_envs: int, repeats: int) -> dict:
+    params, batch = played_batch(env, num_envs, warm_steps=3)
+    host_params = jax.device_get(params)
+    episodes = np.repeat(np.arange(num_envs), env.num_agents)
+    seats = np.tile(np.arange(env.num_agents), num_envs)
+    rng = np.random.default_rng(0)
+    messages = np.where(rng.random((num_envs, env.num_agents)) < 0.5, MESSAGE, "").astype(object)
+    timings = []
+    for _ in range(repeats):
+        batch = jax.block_until_ready(jax.tree.map(lambda leaf: leaf + jnp.zeros_like(leaf), batch))
+        started = time.perf_counter()
+        host_state, host_mask = jax.device_get(batch)
+        texts = renderer.observations(
+            host_state, host_params, episodes, seats, messages, host_mask, options
+        )
+        timings.append(time.perf_counter() - started)
+    return {
+        "env": env.name,
+        "envs": num_envs,
+        "agents_per_env": env.num_agents,
+        "prompts_per_batch": len(texts),
+        "repeats": repeats,
+        "prompts_per_s_median": len(texts) / float(np.median(timings)),
+        "prompts_per_s_best": len(texts) / min(timings),
+        "mean_prompt_chars": float(np.mean([len(text) for text in texts])),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dining-tables", type=int, default=2048)
+    parser.add_argument("--philosophers", type=int, default=5)
+    parser.add_argument("--craft-worlds", type=int, default=256)
+    parser.add_argument("--craft-agents", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    dining = alemlite.make("dining", num_philosophers=args.philosophers)
+    craft = alemlite.make("craft", num_agents=args.craft_agents)
+    dining_renderer, craft_renderer = DiningRenderer.for_env(dining), CraftRenderer(craft)
+    results = [
+        measure(dining, dining_renderer, PromptOptions(), args.dining_tables, args.repeats),
+        measure(
+            craft, craft_renderer, PromptOptions(variant="collaborative"),
+            args.craft_worlds, args.repeats,
+        ),
+    ]  # fmt: skip
+    body = {
+        "benchmark": "prompt_throughput",
+        "results": results,
+        "machine": f"{platform.machine()}, {jax.devices()[0].platform}",
+        "python": platform.python_version(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(body, indent=2) + "\n")
+    for result in results:
+        print(
+            f"{result['env']}: {result['prompts_per_s_median']:,.0f} prompts/s (median of "
+            f"{result['repeats']}; {result['prompts_per_batch']} prompts per batch)"
+        )
+    print(f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""`alemlite eval-llm` and `alemlite compare`: typed configs, parsed by tyro."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import alemlite
+from alemlite.core.errors import require
+from llm_bridge.agents import build_team
+from llm_bridge.clients.base import Backend
+from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
+from llm_bridge.compare import CompareConfig, compare_command
+from llm_bridge.render.base import PromptOptions
+from llm_bridge.runner import RunConfig, run_evaluation
+
+# Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "base": {},
+    "no-history": {"history": 0},
+    "no-comm": {"communication": False},
+    "cot": {"chain_of_thought": True},
+    "scratchpad": {"scratchpad": True},
+    "no-feedback": {"parse_feedback": False},
+}
+DEFAULT_VARIANT = {"dining": "default", "craft": "specific"}
+DEFAULT_HISTORY = {"dining": 5, "craft": 8}
+
+
+@dataclass(frozen=True)
+class EvalLLMConfig:
+    """Evaluate a language model (or a mixed team) zero-shot, on the fixed seed protocol."""
+
+    env: Literal["dining", "craft"] = "dining"
+    backend: Literal["openai", "hf"] = "openai"
+    """openai: any OpenAI-compatible server; hf: a local transformers model (--model is its path)"""
+    base_url: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
+    """one or more OpenAI-compatible endpoints (ending in /v1); requests are load-balanced"""
+    model: str = "Qwen/Qwen2.5-7B-Instruct"
+    agents: tuple[str, ...] = ()
+    """per seat (or one for all): llm, llm:MODEL, llm:MODEL@URL, policy:NAME (or NAME),
+    checkpoint:NAME"""
+    ablation: tuple[str, ...] = ()
+    """sweep, one run per name, each in out/NAME: base, no-history, no-comm, cot, scratchpad,
+    no-feedback, variant=NAME"""
+    variant: str | None = None
+    """system prompt variant (dining: default, minimal, resource_ordering, symmetry_breaking,
+    theory_of_mind; craft: general, specific, collaborative)"""
+    history: int | None = None
+    """observation/action pairs remembered per agent (default 5 dining, 8 craft)"""
+    chain_of_thought: bool = False
+    communication: bool = True
+    scratchpad: bool = False
+    parse_feedback: bool = True
+    episodes: int = 20
+    seed: int = 0
+    """base seed: episode i uses seed + i, the same protocol as `alemlite eval`"""
+    max_steps: int = 30
+    philosophers: int = 5
+    mode: Literal["simultaneous", "sequential"] = "simultaneous"
+    reward: Literal["shaped", "paper"] = "shaped"
+    deadlock_mode: Literal["terminate", "release"] = "terminate"
+    num_agents: int = 3
+    """craft only: team size"""
+    map_size: int = 48
+    """craft only"""
+    hf_batch_size: int = 16
+    """hf only: requests generated together"""
+    hf_device: str = "cpu"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 256
+    model_seed: int | None = None
+    """sampling seed sent to the server with every request"""
+    concurrency: int = 64
+    timeout_s: float = 120.0
+    max_retries: int = 6
+    input_price_per_mtok: float = 0.0
+    output_price_per_mtok: float = 0.0
+    out: Path = Path("runs/llm")
+    resume: bool = True
+    progress: bool = True
+
+
+def build_env(config: EvalLLMConfig):
+    """The environment and its serialiser for `config.env`."""
+    if config.env == "dining":
+        from llm_bridge.render.dining import DiningRenderer
+
+        env = alemlite.make(
+            "dining",
+            num_philosophers=config.philosophers,
+            max_steps=config.max_steps,
+            mode=config.mode,
+            reward=config.reward,
+            deadlock_mode=config.deadlock_mode,
+        )
+        return env, DiningRenderer.for_env(env)
+    from llm_bridge.render.craft import CraftRenderer
+
+    env = alemlite.make(
+        "craft", num_agents=config.num_agents, map_size=config.map_size, max_steps=config.max_steps
+    )
+    return env, CraftRenderer(env)
+
+
+def prompt_options(config: EvalLLMConfig, ablation: str) -> PromptOptions:
+    options = PromptOptions(
+        variant=config.variant or DEFAULT_VARIANT[config.env],
+        history=DEFAULT_HISTORY[config.env] if config.history is None else config.history,
+        chain_of_thought=config.chain_of_thought,
+        communication=config.communication,
+        scratchpad=config.scratchpad,
+        parse_feedback=config.parse_feedback,
+    )
+    if ablation.startswith("variant="):
+        return dataclasses.replace(options, variant=ablation.removeprefix("variant="))
+    require(
+        ablation in ABLATIONS,
+        f"unknown ablation {ablation!r}; choose from: {', '.join(ABLATIONS)}, variant=NAME",
+    )
+    return dataclasses.replace(options, **ABLATIONS[ablation])
+
+
+def eval_llm(config: EvalLLMConfig) -> dict[str, dict]:
+    """Evaluate a language model as agents; with --ablation, one run per named ablation."""
+    env, renderer = build_env(config)
+
+    def make_backend(spec: str | None) -> Backend:
+        # "MODEL" or "MODEL@URL": another model, on the configured servers or its own one.
+        model, _, url = (spec or config.model).partition("@")
+        if config.backend == "hf":
+            from llm_bridge.clients.hf_backend import HFBackend, HFConfig
+
+            return HFBackend(
+                HFConfig(
+                    model=model,
+                    max_new_tokens=config.max_tokens,
+                    temperature=config.temperature,
+                    batch_size=config.hf_batch_size,
+                    device=config.hf_device,
+                )
+            )
+        return OpenAIBackend(
+            OpenAIConfig(
+                model=model,
+                base_urls=(url,) if url else config.base_url,
+                api_key_env=config.api_key_env,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                seed=config.model_seed,
+                concurrency=config.concurrency,
+                timeout_s=config.timeout_s,
+                max_retries=config.max_retries,
+            )
+        )
+
+    sweep = config.ablation or ("base",)
+    reports = {}
+    for ablation in sweep:
+        options = prompt_options(config, ablation)
+        team = build_team(config.agents, env, make_backend)
+        run_config = RunConfig(
+            episodes=config.episodes,
+            seed=config.seed,
+            out=config.out / ablation if config.ablation else config.out,
+            resume=config.resume,
+            progress=config.progress,
+            input_price_per_mtok=config.input_price_per_mtok,
+            output_price_per_mtok=config.output_price_per_mtok,
+        )
+        env_options = (
+            ("philosophers", "mode", "reward", "deadlock_mode")
+            if config.env == "dining"
+            else ("num_agents", "map_size")
+        )
+        describe = {
+            **{name: getattr(config, name) for name in env_options},
+            "max_steps": config.max_steps,
+            "model": config.model,
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+            "model_seed": config.model_seed,
+            "ablation": ablation,
+        }
+        report = run_evaluation(env, renderer, team, options, run_config, describe=describe)
+        print(report["table"])
+        print(f"\nwrote {run_config.out / 'summary.json'}\n")
+        reports[ablation] = report
+    if len(reports) > 1:
+        print(format_sweep(reports))
+    return reports
+
+
+def format_sweep(reports: dict[str, dict]) -> str:
+    """Metric means side by side, one column per ablation."""
+    names = list(reports)
+    metrics = list(next(iter(reports.values()))["summary"])
+    rows = [("metric", *names)]
+    rows += [
+        (metric, *(f"{reports[name]['summary'][metric]['mean']:.3f}" for name in names))
+        for metric in metrics
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def compare(config: CompareConfig) -> dict[str, dict[str, float]]:
+    """Compare two result files: Welch's t-test, Hedges' g, bootstrap CIs, Mann-Whitney U."""
+    return compare_command(config)

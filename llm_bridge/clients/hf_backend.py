@@ -1,0 +1,131 @@
+"""A local Hugging Face transformers chat model, with batched generation (optional extra).
+
+Requests that arrive together (the runner asks every live agent of a step at once)
+are gathered and generated in batches of `batch_size` with left padding, on a worker
+thread so the event loop stays free. Install with `pip install -e ".[hf]"` (pin a
+CPU build of torch first where that matters).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from llm_bridge.clients.base import ChatMessages, Completion
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    model: str  # a local model directory, or a model id that transformers loads as usual
+    max_new_tokens: int = 256
+    temperature: float = 0.0  # 0: greedy decoding
+    batch_size: int = 16
+    device: str = "cpu"
+    dtype: str = "auto"
+
+
+def _plain_chat(messages: ChatMessages) -> str:
+    """For tokenizers without a chat template: one `role: content` line per message."""
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
+
+
+class HFBackend:
+    def __init__(self, config: HFConfig, model: Any = None, tokenizer: Any = None):
+        self.config = config
+        self.name = config.model
+        self._model, self._tokenizer = model, tokenizer
+        self._pending: list[tuple[ChatMessages, asyncio.Future]] = []
+        self._flush_scheduled = False
+        self.generate_calls = 0
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as error:
+            raise ImportError(
+                'the transformers backend needs the hf extra: pip install -e ".[hf]"'
+            ) from error
+        self._tokenizer = AutoTokenizer.from_pretrained(self.config.model)
+        self._model = AutoModelForCausalLM.from_pretrained(
+            self.config.model, dtype=self.config.dtype
+        ).to(self.config.device)
+
+    async def check(self) -> None:
+        await asyncio.to_thread(self._load)
+
+    async def complete(self, messages: ChatMessages, seed: int | None = None) -> Completion:
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((messages, future))
+        if not self._flush_scheduled:
+            # Runs after every request already scheduled in this step has queued itself.
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+        return await future
+
+    async def _flush(self) -> None:
+        pending, self._pending, self._flush_scheduled = self._pending, [], False
+        size = self.config.batch_size
+        for start in range(0, len(pending), size):
+            batch = pending[start : start + size]
+            try:
+                completions = await asyncio.to_thread(self._generate, [m for m, _ in batch])
+            except Exception as error:  # a failed batch is counted by the runner, not raised
+                completions = [Completion(text="", error=f"{type(error).__name__}: {error}")] * len(
+                    batch
+                )
+            for (_, future), completion in zip(batch, completions, strict=True):
+                future.set_result(completion)
+
+    def _generate(self, conversations: list[ChatMessages]) -> list[Completion]:
+        import torch
+
+        self._load()
+        tokenizer, model = self._tokenizer, self._model
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        prompts = [
+            tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+            if getattr(tokenizer, "chat_template", None)
+            else _plain_chat(c)
+            for c in conversations
+        ]
+        encoded = tokenizer(prompts, return_tensors="pt", padding=True).to(model.device)
+        sampling = (
+            {"do_sample": True, "temperature": self.config.temperature}
+            if self.config.temperature > 0
+            else {"do_sample": False}
+        )
+        started = time.perf_counter()
+        with torch.no_grad():
+            output = model.generate(
+                **encoded,
+                max_new_tokens=self.config.max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+                **sampling,
+            )
+        latency = time.perf_counter() - started
+        self.generate_calls += 1
+        new_tokens = output[:, encoded["input_ids"].shape[1] :]
+        texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()
+        generated_lengths = (new_tokens != tokenizer.pad_token_id).sum(dim=1).tolist()
+        return [
+            Completion(
+                text=text,
+                prompt_tokens=int(prompt_tokens),
+                completion_tokens=int(generated),
+                latency_s=latency,
+                server=f"local:{self.config.device}",
+            )
+            for text, prompt_tokens, generated in zip(
+                texts, prompt_lengths, generated_lengths, strict=True
+            )
+        ]
+
+    async def close(self) -> None:
+        pass

@@ -1,0 +1,79 @@
+"""What a per-environment serialiser provides, and the prompt switches shared by all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PromptOptions:
+    """Prompt variant and memory switches; each is one axis of an ablation sweep."""
+
+    variant: str = "default"
+    history: int = 5  # observation/action pairs of the agent's own past shown back to it
+    chain_of_thought: bool = False  # ask for <think>...</think> before the action
+    communication: bool = True  # agents may send <message>, read by neighbours next step
+    scratchpad: bool = False  # agents may keep <scratchpad> notes, shown back to themselves
+    parse_feedback: bool = True  # the next observation says when a reply could not be parsed
+
+
+def load_prompt(*parts: str) -> str:
+    """A prompt template from `llm_bridge/prompts/`, e.g. `load_prompt("dining", "default.txt")`."""
+    return (
+        resources.files("llm_bridge")
+        .joinpath("prompts", *parts)
+        .read_text(encoding="utf-8")
+        .strip()
+    )
+
+
+def output_format(options: PromptOptions, message_chars: int, audience: str) -> str:
+    """The "how to answer" section, following the prompt switches."""
+    think = "First think briefly inside <think>...</think>.\n" if options.chain_of_thought else ""
+    message = (
+        f"You may add <message>...</message> (at most {message_chars} characters); "
+        f"your {audience} read it next step.\n"
+        if options.communication
+        else ""
+    )
+    scratchpad = (
+        "You may keep private notes in <scratchpad>...</scratchpad>; they are shown back "
+        "to you next step.\n"
+        if options.scratchpad
+        else ""
+    )
+    return load_prompt("format.txt").format(
+        think_line=think, message_line=message, scratchpad_line=scratchpad
+    )
+
+
+class Renderer(Protocol):
+    """Turns a batch of host-side states into one user text per live agent."""
+
+    env_name: str
+    variants: tuple[str, ...]
+    message_chars: int
+
+    def system_prompt(self, options: PromptOptions) -> str: ...
+
+    def observations(
+        self,
+        state: Any,
+        params: Any,
+        episodes: np.ndarray,
+        seats: np.ndarray,
+        messages: np.ndarray,
+        action_mask: np.ndarray,
+        options: PromptOptions,
+    ) -> list[str]:
+        """Texts for the agents `(episodes[k], seats[k])` of the batched host `state`.
+
+        `messages` `(num_episodes, num_seats)` holds every agent's last sanitised message
+        ("" for none); each agent sees only those its own view allows. `action_mask`
+        `(num_episodes, num_seats, num_actions)` marks the actions legal now.
+        """
+        ...

@@ -1,0 +1,467 @@
+"""B episodes in lockstep: render, ask every live LLM agent concurrently, parse, step.
+
+The environment is the same jitted, vmapped program the MARL evaluation uses, on the
+same seed protocol (`alemlite.evaluation`): episode i starts from `PRNGKey(seed + i)`
+and step t draws its policy and environment keys from `fold_in(play_key, t)`. Each
+step makes one device-to-host transfer of the whole batch, from which the serialiser
+builds every prompt. Finished episodes stop asking. Scripted and MARL agents act
+inside the compiled step, so teams can mix them with LLM seats.
+
+Every request and response goes to the transcript as it happens; rerunning with the
+same configuration and output folder resumes: responses already in the transcript are
+reused (never asked again), and the rest of the run continues from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from alemlite.core.environment import Environment
+from alemlite.core.errors import require
+from alemlite.evaluation import episode_keys, step_keys
+from alemlite.report import format_table
+from alemlite.stats import summarise
+from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
+from llm_bridge.clients.base import ChatMessages, Completion
+from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply
+from llm_bridge.render.base import PromptOptions, Renderer
+from llm_bridge.transcripts import Transcript
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How many episodes, on which seeds, and where the results go."""
+
+    episodes: int = 20
+    seed: int = 0
+    """base seed: episode i uses seed + i, as in `alemlite eval`"""
+    out: Path = Path("runs/llm")
+    resume: bool = True
+    """continue from out/transcript.jsonl if it exists (same configuration only)"""
+    progress: bool = True
+    input_price_per_mtok: float = 0.0
+    """price of a million prompt tokens, for the cost column"""
+    output_price_per_mtok: float = 0.0
+
+
+@dataclass
+class _Turn:
+    episode: int
+    seat: int
+    user_text: str
+    completion: Completion
+    reply: ParsedReply
+
+
+@dataclass
+class _Usage:
+    """Accounting over the LLM turns of the run (per episode where it becomes a metric)."""
+
+    num_episodes: int
+    turns: np.ndarray = dataclasses.field(init=False)
+    parsed: np.ndarray = dataclasses.field(init=False)
+    failed_requests: np.ndarray = dataclasses.field(init=False)
+    prompt_tokens: np.ndarray = dataclasses.field(init=False)
+    completion_tokens: np.ndarray = dataclasses.field(init=False)
+    latencies: list[float] = dataclasses.field(default_factory=list)
+    methods: Counter = dataclasses.field(default_factory=Counter)
+    attempts: int = 0
+    reused: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("turns", "parsed", "failed_requests", "prompt_tokens", "completion_tokens"):
+            setattr(self, name, np.zeros(self.num_episodes, np.int64))
+
+    def add(self, turn: _Turn, reused: bool) -> None:
+        completion = turn.completion
+        self.turns[turn.episode] += 1
+        self.parsed[turn.episode] += turn.reply.parsed
+        self.failed_requests[turn.episode] += completion.failed
+        self.prompt_tokens[turn.episode] += completion.prompt_tokens
+        self.completion_tokens[turn.episode] += completion.completion_tokens
+        self.methods[turn.reply.method] += 1
+        self.attempts += completion.attempts
+        self.reused += reused
+        if not completion.failed:
+            self.latencies.append(completion.latency_s)
+
+
+def fingerprint(parts: dict[str, Any]) -> str:
+    """A stable hash of everything that decides a run's transcript."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _BatchProgram:
+    """The compiled reset, step and metrics of the whole batch, with policy seats inside."""
+
+    def __init__(self, env: Environment, params: Any, team: Sequence[Agent]):
+        policies = list(dict.fromkeys(agent for agent in team if isinstance(agent, PolicyAgent)))
+        llm_seat = np.array([isinstance(agent, LLMAgent) for agent in team])
+        seat_policy = np.array(
+            [policies.index(a) if isinstance(a, PolicyAgent) else 0 for a in team]
+        )
+        seats = np.arange(env.num_agents)
+
+        def reset(key):
+            reset_key, play_key = jax.random.split(key)
+            return env.reset(reset_key, params)[1], play_key
+
+        def team_actions(policy_key, state, llm_actions):
+            if not policies:
+                return llm_actions
+            chosen = jnp.stack([agent.policy(policy_key, state, params) for agent in policies])
+            return jnp.where(llm_seat, llm_actions, chosen[seat_policy, seats])
+
+        def step(state, play_key, done, episode_return, length, llm_actions, t):
+            policy_key, env_key = step_keys(play_key, t)
+            actions = team_actions(policy_key, state, llm_actions).astype(jnp.int32)
+            _, next_state, reward, next_done, _ = env.step(env_key, state, actions, params)
+            # Finished episodes stay frozen on their final state.
+            state = jax.tree.map(lambda new, old: jnp.where(done, old, new), next_state, state)
+            episode_return = episode_return + jnp.where(done, 0.0, reward)
+            length = length + (~done).astype(jnp.int32)
+            return state, done | next_done, episode_return, length, actions
+
+        def metrics(state, episode_return, length):
+            active = env.agent_active(state, params)
+            return {
+                **env.episode_metrics(state, params),
+                "episode_return": jnp.sum(episode_return * active) / jnp.maximum(active.sum(), 1),
+                "episode_length": length,
+            }
+
+        self.reset = jax.jit(jax.vmap(reset))
+        self.step = jax.jit(jax.vmap(step, in_axes=(0, 0, 0, 0, 0, 0, None)))
+        self.metrics = jax.jit(jax.vmap(metrics))
+        self.view = jax.jit(
+            jax.vmap(
+                lambda state: (env.agent_active(state, params), env.action_mask(state, params))
+            )
+        )
+
+
+class EvaluationRun:
+    """One evaluation: an environment, its serialiser, a team, prompt options, a run config."""
+
+    def __init__(
+        self,
+        env: Environment,
+        renderer: Renderer,
+        team: Sequence[Agent],
+        options: PromptOptions,
+        config: RunConfig,
+        params: Any = None,
+        describe: dict[str, Any] | None = None,
+        noop_action: int = 0,
+    ):
+        require(config.episodes >= 1, f"episodes={config.episodes} must be at least 1")
+        require(
+            len(team) == env.num_agents,
+            f"the team has {len(team)} agents for {env.num_agents} seats; give one per seat",
+        )
+        require(
+            options.variant in renderer.variants,
+            f"unknown prompt variant {options.variant!r} for {renderer.env_name}; "
+            f"choose one of: {', '.join(renderer.variants)}",
+        )
+        require(options.history >= 0, f"history={options.history} must be 0 or more")
+        self.env = env
+        self.params = env.default_params if params is None else params
+        self.renderer = renderer
+        self.team = tuple(team)
+        self.options = options
+        self.config = config
+        self.noop_action = noop_action
+        self.parser = ActionParser(env.action_names, noop_action, renderer.message_chars)
+        self.system_prompt = renderer.system_prompt(options)
+        self.llm_seats = np.array(
+            [s for s, agent in enumerate(team) if isinstance(agent, LLMAgent)]
+        )
+        self.describe = {
+            **(describe or {}),
+            "env": env.name,
+            "team": [agent.name for agent in team],
+            "prompt": dataclasses.asdict(options),
+            "episodes": config.episodes,
+            "seed": config.seed,
+        }
+
+    # ---- prompts ------------------------------------------------------------------
+    def _user_text(self, observation: str, episode: int, seat: int) -> str:
+        notes = []
+        if self.options.scratchpad:
+            notes.append(f"Your scratchpad: {self._scratchpads[episode, seat] or '(empty)'}")
+        if self.options.parse_feedback and self._parse_failed[episode, seat]:
+            noop = self.env.action_names[self.noop_action]
+            notes.append(
+                f"Note: your last reply had no valid action, so {noop} was used. "
+                "Answer with <action>NAME</action>."
+            )
+        return "\n".join([observation, *notes])
+
+    def _chat(self, user_text: str, episode: int, seat: int) -> ChatMessages:
+        messages = [{"role": "system", "content": self.system_prompt}]
+        for past_user, past_assistant in self._history[episode][seat]:
+            messages += [
+                {"role": "user", "content": past_user},
+                {"role": "assistant", "content": past_assistant},
+            ]
+        return [*messages, {"role": "user", "content": user_text}]
+
+    def _assistant_text(self, reply: ParsedReply) -> str:
+        text = f"<action>{self.env.action_names[reply.action]}</action>"
+        if self.options.communication and reply.message:
+            text += f"<message>{reply.message}</message>"
+        return text
+
+    # ---- one turn -------------------------------------------------------------------
+    async def _turn(self, episode: int, step: int, seat: int, user_text: str) -> _Turn:
+        completion = self._transcript.cached.get((episode, step, seat))
+        reused = completion is not None
+        if not reused:
+            chat = self._chat(user_text, episode, seat)
+            completion = await self.team[seat].backend.complete(chat)
+        turn = _Turn(episode, seat, user_text, completion, self.parser(completion.text))
+        if not reused:
+            self._transcript.write(
+                {
+                    "type": "turn",
+                    "episode": episode,
+                    "step": step,
+                    "seat": seat,
+                    "model": self.team[seat].name,
+                    "prompt": chat[1:],  # the system prompt is in the header
+                    "reply": completion.text,
+                    "prompt_tokens": completion.prompt_tokens,
+                    "completion_tokens": completion.completion_tokens,
+                    "latency_s": round(completion.latency_s, 6),
+                    "attempts": completion.attempts,
+                    "error": completion.error,
+                    "server": completion.server,
+                    "action": self.env.action_names[turn.reply.action],
+                    "parse": turn.reply.method,
+                    "message": turn.reply.message,
+                }
+            )
+        self._usage.add(turn, reused)
+        return turn
+
+    def _remember(self, turns: list[_Turn], step_messages: np.ndarray) -> None:
+        for turn in turns:
+            episode, seat, reply = turn.episode, turn.seat, turn.reply
+            if self.options.history:
+                self._history[episode][seat].append((turn.user_text, self._assistant_text(reply)))
+            if self.options.communication:
+                step_messages[episode, seat] = reply.message
+            if self.options.scratchpad and reply.scratchpad:
+                self._scratchpads[episode, seat] = reply.scratchpad
+            self._parse_failed[episode, seat] = not reply.parsed
+
+    # ---- the run ----------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Play every episode to its end (resuming if possible); write and return the report."""
+        return asyncio.run(self._run())
+
+    async def _run(self) -> dict[str, Any]:
+        out = Path(self.config.out)
+        header = {"config": self.describe, "system_prompt": self.system_prompt}
+        with Transcript(
+            out / "transcript.jsonl", fingerprint(self.describe), header, self.config.resume
+        ) as transcript:
+            self._transcript = transcript
+            backends = list(
+                {id(a.backend): a.backend for a in self.team if isinstance(a, LLMAgent)}.values()
+            )
+            try:
+                for backend in backends:
+                    await backend.check()
+                episodes, wall_s = await self._play()
+            finally:
+                for backend in backends:
+                    await backend.close()
+            report = self._report(episodes, wall_s)
+            transcript.write(
+                {"type": "end", "summary": report["summary"], "usage": report["usage"]}
+            )
+        (out / "summary.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+        (out / "summary.txt").write_text(report["table"] + "\n")
+        return report
+
+    async def _play(self) -> tuple[dict[str, np.ndarray], float]:
+        num_episodes, num_seats = self.config.episodes, self.env.num_agents
+        program = _BatchProgram(self.env, self.params, self.team)
+        host_params = jax.device_get(self.params)
+        self._usage = _Usage(num_episodes)
+        self._history = [
+            [deque(maxlen=self.options.history) for _ in range(num_seats)]
+            for _ in range(num_episodes)
+        ]
+        self._scratchpads = np.full((num_episodes, num_seats), "", dtype=object)
+        self._parse_failed = np.zeros((num_episodes, num_seats), bool)
+        messages = np.full((num_episodes, num_seats), "", dtype=object)
+
+        state, play_keys = program.reset(episode_keys(self.config.seed, num_episodes))
+        done = jnp.zeros(num_episodes, bool)
+        episode_return = jnp.zeros((num_episodes, num_seats), jnp.float32)
+        length = jnp.zeros(num_episodes, jnp.int32)
+        actions = jnp.zeros((num_episodes, num_seats), jnp.int32)
+        started = time.perf_counter()
+        bar = tqdm(total=num_episodes, unit="ep", disable=not self.config.progress, desc="episodes")
+        step = 0
+        was_done = np.zeros(num_episodes, bool)
+        while True:
+            # The one device-to-host transfer of this step.
+            host_state, host_done, (host_active, host_mask), host_actions = jax.device_get(
+                (state, done, program.view(state), actions)
+            )
+            if step > 0 and step - 1 not in self._transcript.recorded_steps:
+                self._transcript.write(
+                    {
+                        "type": "step",
+                        "step": step - 1,
+                        "live": np.flatnonzero(~was_done).tolist(),
+                        "actions": host_actions[~was_done].tolist(),
+                    }
+                )
+            bar.update(int(host_done.sum()) - bar.n)
+            if host_done.all():
+                break
+            turns = await self._ask_all(
+                host_state, host_params, host_done, host_active, host_mask, messages, step
+            )
+            llm_actions = np.full((num_episodes, num_seats), self.noop_action, np.int32)
+            messages = np.full((num_episodes, num_seats), "", dtype=object)
+            for turn in turns:
+                llm_actions[turn.episode, turn.seat] = turn.reply.action
+            self._remember(turns, messages)
+            was_done = host_done
+            state, done, episode_return, length, actions = program.step(
+                state, play_keys, done, episode_return, length, jnp.asarray(llm_actions), step
+            )
+            step += 1
+            self._progress(bar, step, started)
+        bar.close()
+        episodes = jax.device_get(program.metrics(state, episode_return, length))
+        return {
+            name: np.asarray(values) for name, values in episodes.items()
+        }, time.perf_counter() - started
+
+    async def _ask_all(self, state, params, done, active, mask, messages, step) -> list[_Turn]:
+        if not self.llm_seats.size:
+            return []
+        asking = ~done[:, None] & active[:, self.llm_seats]
+        episode_index, seat_index = np.nonzero(asking)
+        seats = self.llm_seats[seat_index]
+        shown = messages if self.options.communication else np.full_like(messages, "")
+        observations = self.renderer.observations(
+            state, params, episode_index, seats, shown, mask, self.options
+        )
+        return await asyncio.gather(
+            *(
+                self._turn(int(e), step, int(s), self._user_text(text, int(e), int(s)))
+                for e, s, text in zip(episode_index, seats, observations, strict=True)
+            )
+        )
+
+    def _progress(self, bar: tqdm, step: int, started: float) -> None:
+        usage = self._usage
+        turns = int(usage.turns.sum())
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        bar.set_postfix(
+            step=step,
+            req_s=f"{(turns - usage.reused) / elapsed:.1f}",
+            parse=f"{usage.parsed.sum() / max(turns, 1):.3f}",
+            refresh=False,
+        )
+
+    # ---- results ------------------------------------------------------------------------
+    def _report(self, episodes: dict[str, np.ndarray], wall_s: float) -> dict[str, Any]:
+        usage = self._usage
+        if self.llm_seats.size:
+            episodes = {
+                **episodes,
+                "parse_rate": usage.parsed / np.maximum(usage.turns, 1),
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "failed_requests": usage.failed_requests,
+            }
+        turns = int(usage.turns.sum())
+        latencies = np.asarray(usage.latencies) if usage.latencies else np.zeros(1)
+        prompt_tokens, completion_tokens = (
+            int(usage.prompt_tokens.sum()),
+            int(usage.completion_tokens.sum()),
+        )
+        totals = {
+            "requests": turns,
+            "reused_from_transcript": usage.reused,
+            "retries": usage.attempts - turns,
+            "failed_requests": int(usage.failed_requests.sum()),
+            "parse_rate": float(usage.parsed.sum() / max(turns, 1)),
+            "parse_methods": {method: usage.methods[method] for method in PARSE_METHODS},
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "latency_mean_s": float(latencies.mean()),
+            "latency_p50_s": float(np.percentile(latencies, 50)),
+            "latency_p95_s": float(np.percentile(latencies, 95)),
+            "cost": (
+                prompt_tokens * self.config.input_price_per_mtok
+                + completion_tokens * self.config.output_price_per_mtok
+            )
+            / 1e6,
+            "wall_s": wall_s,
+            "requests_per_s": (turns - usage.reused) / max(wall_s, 1e-9),
+        }
+        summary = summarise(episodes)
+        agents = ", ".join(dict.fromkeys(agent.name for agent in self.team))
+        title = f"{self.env.name}: {agents} ({self.options.variant})"
+        table = format_table(summary, title) + "\n\n" + _usage_table(totals)
+        return {
+            "config": self.describe,
+            "summary": summary,
+            "episodes": {name: np.asarray(values).tolist() for name, values in episodes.items()},
+            "usage": totals,
+            "table": table,
+        }
+
+
+def _usage_table(totals: dict[str, Any]) -> str:
+    methods = ", ".join(f"{name} {count}" for name, count in totals["parse_methods"].items())
+    return "\n".join(
+        [
+            f"requests {totals['requests']} (reused {totals['reused_from_transcript']}, "
+            f"retries {totals['retries']}, failed {totals['failed_requests']})",
+            f"parse rate {totals['parse_rate']:.3f} ({methods})",
+            f"tokens {totals['prompt_tokens']} in / {totals['completion_tokens']} out, "
+            f"cost {totals['cost']:.4f}",
+            f"latency mean {totals['latency_mean_s']:.3f}s, p50 {totals['latency_p50_s']:.3f}s, "
+            f"p95 {totals['latency_p95_s']:.3f}s; {totals['requests_per_s']:.1f} requests/s",
+        ]
+    )
+
+
+def run_evaluation(
+    env: Environment,
+    renderer: Renderer,
+    team: Sequence[Agent],
+    options: PromptOptions,
+    config: RunConfig,
+    params: Any = None,
+    describe: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Evaluate `team` on `config.episodes` episodes; see `EvaluationRun`."""
+    return EvaluationRun(env, renderer, team, options, config, params, describe).run()

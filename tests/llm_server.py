@@ -1,0 +1,225 @@
+"""A loopback OpenAI-compatible chat server for tests, answering from a scripted policy.
+
+`POST /v1/chat/completions` hands the request's messages to `reply(messages) -> str`
+and answers in the chat-completions format, with token usage. `GET /v1/models`
+lists one model. Faults are injected on the first attempt of chosen requests (so
+that a retry succeeds, and a run with retries gives the same answers as one without):
+a request whose body hash lands in a fault's share gets that fault once.
+Bound to 127.0.0.1 on a free port; serves only while the context is open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FAULT_KINDS = ("rate_limit", "server_error", "drop", "slow", "malformed")
+
+
+@dataclass
+class Faults:
+    """Share of distinct requests (0..1) that get each fault on their first attempt.
+
+    `malformed` replaces the reply text with junk on every attempt (a model that
+    does not follow the format, which no retry fixes); the others are transient.
+    """
+
+    rate_limit: float = 0.0
+    server_error: float = 0.0
+    drop: float = 0.0
+    slow: float = 0.0
+    malformed: float = 0.0
+    slow_s: float = 0.05
+    transient: bool = True  # False: a faulty request fails on every attempt
+
+    def pick(self, body: bytes) -> str | None:
+        """The fault for a request body, from its hash: the same body always gets the same one."""
+        draw = int.from_bytes(hashlib.sha256(body).digest()[:8], "big") / 2**64
+        for kind in FAULT_KINDS:
+            share = getattr(self, kind)
+            if draw < share:
+                return kind
+            draw -= share
+        return None
+
+
+@dataclass
+class ServerLog:
+    requests: int = 0
+    faults: Counter = field(default_factory=Counter)
+    seen: Counter = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _LoopbackServer(ThreadingHTTPServer):
+    request_queue_size = 256  # many concurrent connects, none refused
+    daemon_threads = True
+
+
+def _count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+class ChatServer:
+    def __init__(self, reply: Callable[[list[dict]], str], faults: Faults | None = None):
+        self.reply = reply
+        self.faults = faults or Faults()
+        self.log = ServerLog()
+        self._server = _LoopbackServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(
+                        200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+                    )
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                with server.log.lock:
+                    server.log.in_flight += 1
+                    server.log.max_in_flight = max(server.log.max_in_flight, server.log.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with server.log.lock:
+                        server.log.in_flight -= 1
+
+            def _answer(self, body: bytes) -> None:
+                fault = server.faults.pick(body)
+                with server.log.lock:
+                    server.log.requests += 1
+                    first_attempt = server.log.seen[body] == 0
+                    server.log.seen[body] += 1
+                    repeat = fault == "malformed" or not server.faults.transient
+                    if fault and (first_attempt or repeat):
+                        server.log.faults[fault] += 1
+                    else:
+                        fault = None
+                if fault == "rate_limit":
+                    self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+                    return
+                if fault == "server_error":
+                    self._send(500, {"error": {"message": "boom"}})
+                    return
+                if fault == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # the socket, mid-request, no reply
+                    return
+                if fault == "slow":
+                    time.sleep(server.faults.slow_s)
+                request = json.loads(body)
+                prompt = " ".join(message["content"] for message in request["messages"])
+                text = (
+                    "I refuse to follow the format ~~~"
+                    if fault == "malformed"
+                    else server.reply(request["messages"])
+                )
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{server.log.requests}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": request.get("model", "scripted"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": _count_tokens(prompt),
+                            "completion_tokens": _count_tokens(text),
+                            "total_tokens": _count_tokens(prompt) + _count_tokens(text),
+                        },
+                    },
+                )
+
+        return Handler
+
+
+_PHILOSOPHER = re.compile(r"You are philosopher (\d+) of (\d+)\. You are (HUNGRY|EATING)")
+_FORK = re.compile(
+    r"Your (left|right) fork \(fork (\d+)\) is (free|held by you|held by philosopher \d+)"
+)
+
+
+def dining_resource_ordering(messages: list[dict]) -> str:
+    """Resource ordering read off the last dining observation: lower-numbered fork first.
+
+    Mirrors `DINING_POLICIES["resource_ordering"]` from the prompt text alone (grab the
+    first fork until held, then the second, RELEASE while eating), so that a team
+    answered by this server plays exactly as that policy does.
+    """
+    observation = messages[-1]["content"]
+    philosopher, _, state = _PHILOSOPHER.search(observation).groups()
+    (_, first_side, first_status), (_, second_side, _) = sorted(
+        (int(number), side, status) for side, number, status in _FORK.findall(observation)
+    )
+    if state == "EATING":
+        action = "RELEASE"
+    else:
+        side = second_side if first_status == "held by you" else first_side
+        action = f"GRAB_{side.upper()}"
+    return f"<think>fork order</think><action>{action}</action><message>p{philosopher}</message>"
+
+
+_CRAFT_STEP = re.compile(r"^Step (\d+)\.", re.M)
+
+
+def craft_alternating(messages: list[dict]) -> str:
+    """Craft: move left on odd-numbered steps (1, 3, ...), "do" on the others."""
+    step = int(_CRAFT_STEP.search(messages[-1]["content"]).group(1))
+    return "<action>move_left</action>" if step % 2 else "ACTION: do"

@@ -1,0 +1,81 @@
+"""`alemlite eval-llm` (with an ablation sweep) and `alemlite compare`, end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from alemlite.cli import main
+from alemlite.report import read_episodes
+from alemlite.stats import hedges_g, mann_whitney_u, welch_t_test
+from llm_bridge.compare import compare_results
+from llm_bridge.transcripts import read_records
+from tests.llm_server import ChatServer, Faults, dining_resource_ordering
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep")
+    # Random neighbours and some junk replies, so that per-episode values vary.
+    with ChatServer(dining_resource_ordering, Faults(malformed=0.2)) as server:
+        main(
+            ["eval-llm", "--env", "dining", "--base-url", server.base_url, "--model", "scripted",
+             "--episodes", "4", "--max-steps", "6", "--philosophers", "3", "--out", str(out),
+             "--no-progress", "--ablation", "base", "no-comm",
+             "--agents", "llm", "uniform_random", f"llm:other@{server.base_url}"]
+        )  # fmt: skip
+    return out, server.log
+
+
+def test_ablation_sweep_writes_one_run_per_ablation(sweep, capsys):
+    out, log = sweep
+    base = json.loads((out / "base" / "summary.json").read_text())
+    quiet = json.loads((out / "no-comm" / "summary.json").read_text())
+    assert base["config"]["team"] == ["scripted", "uniform_random", "other"]
+    assert base["config"]["prompt"]["communication"] is True
+    assert quiet["config"]["prompt"]["communication"] is False
+    assert base["usage"]["requests"] + quiet["usage"]["requests"] == log.requests
+    failed = base["usage"]["parse_methods"]["failed"] + quiet["usage"]["parse_methods"]["failed"]
+    assert failed == log.faults["malformed"] > 0
+    said = ["says:" in turn["prompt"][-1]["content"] for turn in _turns(out / "base")]
+    assert any(said)
+    assert not any("says:" in turn["prompt"][-1]["content"] for turn in _turns(out / "no-comm"))
+    header = next(read_records(out / "no-comm" / "transcript.jsonl"))
+    assert "<message>" not in header["system_prompt"]
+
+
+def _turns(out):
+    return [r for r in read_records(out / "transcript.jsonl") if r["type"] == "turn"]
+
+
+def test_compare_command_matches_the_statistics(sweep, tmp_path, capsys):
+    out, _ = sweep
+    a, b = out / "base" / "summary.json", out / "no-comm" / "summary.json"
+    main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp.json")])
+    printed = capsys.readouterr().out
+    assert "Welch p" in printed and "prompt_tokens" in printed
+    results = json.loads((tmp_path / "cmp.json").read_text())
+    tokens_a, tokens_b = read_episodes(a)["prompt_tokens"], read_episodes(b)["prompt_tokens"]
+    entry = results["prompt_tokens"]
+    assert entry["mean_a"] > entry["mean_b"]  # messages make prompts longer
+    assert np.ptp(tokens_a) > 0
+    assert entry["welch_p"] == pytest.approx(welch_t_test(tokens_a, tokens_b)[1])
+    assert entry["hedges_g"] == pytest.approx(hedges_g(tokens_a, tokens_b))
+    assert entry["mann_whitney_p"] == pytest.approx(mann_whitney_u(tokens_a, tokens_b)[1])
+    assert entry["ci_a"][0] <= entry["mean_a"] <= entry["ci_a"][1]
+
+
+def test_compare_reads_any_two_reports(tmp_path):
+    rng = np.random.default_rng(0)
+    values = {"a": rng.normal(1.0, 1.0, 40), "b": rng.normal(0.0, 1.0, 40)}
+    for name, episodes in values.items():
+        body = {"episodes": {"score": episodes.tolist(), "per_seat": [[1, 2]] * 40}}
+        (tmp_path / f"{name}.json").write_text(json.dumps(body))
+    results = compare_results(tmp_path / "a.json", tmp_path / "b.json")
+    assert list(results) == ["score"]  # per-seat vectors are not compared
+    assert results["score"]["hedges_g"] == pytest.approx(hedges_g(values["a"], values["b"]))
+    assert results["score"]["welch_p"] < 0.05
+    with pytest.raises(ValueError, match="not in both files"):
+        compare_results(tmp_path / "a.json", tmp_path / "b.json", ("meals",))
