@@ -74,13 +74,22 @@ class VecEnv:
             lambda leaf: jnp.broadcast_to(leaf, (self.num_envs, *jnp.shape(leaf))), params
         )
 
+    def _shared(self, params: Any) -> bool:
+        """Whether no leaf of `params` carries a batch axis."""
+        axes = jax.tree.leaves(self.params_axes(params), is_leaf=lambda axis: axis is None)
+        return all(axis is None for axis in axes)
+
     def _first_params(self, params: Any) -> Any:
         return jax.tree.map(
             lambda leaf, axis: leaf if axis is None else leaf[0], params, self.params_axes(params)
         )
 
     def _vmap(self, function, in_axes_before_params: tuple, params: Any):
-        return jax.vmap(function, in_axes=(*in_axes_before_params, self.params_axes(params)))
+        return jax.vmap(
+            function,
+            in_axes=(*in_axes_before_params, self.params_axes(params)),
+            axis_size=self.num_envs,
+        )
 
     # ---- the batch --------------------------------------------------------------
     def reset(self, key: jax.Array, params: Any) -> tuple[jax.Array, VecState]:
@@ -117,6 +126,10 @@ class VecEnv:
             restart_obs, restart_state, pool, cursor = self._draw_from_pool(
                 reset_keys, reset_key_axis, refresh_key, state, done, params
             )
+        elif reset_key_axis is None and self._shared(params):
+            # The same start for every environment: build it once, let `where` broadcast it.
+            restart_obs, restart_state = self.env.reset(reset_keys, params)
+            pool, cursor = state.pool, state.pool_cursor
         else:
             restart_obs, restart_state = self._vmap(self.env.reset, (reset_key_axis,), params)(
                 reset_keys, params

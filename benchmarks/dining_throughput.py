@@ -1,0 +1,193 @@
+"""Dining throughput: philosopher steps per second over a sweep of batch and table sizes.
+
+Times the jitted, vmapped environment (with auto-reset) driven by hashed
+actions (env only) and by a `jax.random` uniform policy, and the plain-Python
+engine of the same rules (the tests' oracle) in the same run, then prints the
+ratio at N = 5. Writes `benchmarks/results/dining_throughput_<platform>.json`
+and a plot beside it.
+
+    python -m benchmarks.dining_throughput            # full CPU sweep
+    alemlite bench dining --max-log2-envs 12          # the same, smaller
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import tyro
+from tqdm import tqdm
+
+import alemlite
+from alemlite.core import VecEnv
+from benchmarks.harness import (
+    RESULTS_DIR,
+    Timing,
+    hash_actions,
+    time_compiled,
+    time_python,
+    write_results,
+)
+
+PLOT_LABELS = {"hashed": "env only", "uniform_random": "random policy"}
+ORACLE_PATH = Path(__file__).resolve().parents[1] / "tests" / "oracles" / "dining.py"
+
+
+@dataclass(frozen=True)
+class DiningBenchConfig:
+    """Measure dining throughput (JSON + plot under benchmarks/results/)."""
+
+    table_sizes: tuple[int, ...] = (5, 10, 15)
+    max_log2_envs: int = 16
+    """sweep num_envs = 1, 2, 4, ..., 2**max_log2_envs"""
+    steps_per_call: int = 128
+    repeats: int = 5
+    oracle_steps: int = 20_000
+    out_dir: Path = RESULTS_DIR
+
+
+def _rollout(env, num_envs: int, steps: int, random_policy: bool):
+    vec = VecEnv(env, num_envs)
+    params = env.default_params
+
+    def run(key):
+        _, state = vec.reset(key, params)
+
+        def one_step(carry, step):
+            state, key = carry
+            key, env_key, policy_key = jax.random.split(key, 3)
+            if random_policy:
+                actions = jax.random.randint(
+                    policy_key, (num_envs, env.num_agents), 0, env.num_actions
+                )
+            else:
+                actions = hash_actions(step, num_envs, env.num_agents, env.num_actions)
+            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
+            return (state, key), reward.sum()
+
+        (_, _), rewards = jax.lax.scan(one_step, (state, key), jnp.arange(steps))
+        return rewards.sum()
+
+    return run
+
+
+def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
+    spec = importlib.util.spec_from_file_location("dining_oracle", ORACLE_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    oracle = module.DiningOracle(num_philosophers=num_philosophers)
+    rng = random.Random(0)
+    actions = [[rng.randrange(4) for _ in range(num_philosophers)] for _ in range(steps)]
+
+    def play():
+        oracle.reset()
+        for step_actions in actions:
+            _, terminated, truncated = oracle.step(step_actions)
+            if terminated or truncated:
+                oracle.reset()
+
+    return time_python(play, repeats)
+
+
+def run(config: DiningBenchConfig) -> dict:
+    """Sweep dining throughput and compare with the plain-Python engine."""
+    sweep = []
+    sizes = [2**power for power in range(config.max_log2_envs + 1)]
+    points = [(n, b, policy) for n in config.table_sizes for b in sizes for policy in (False, True)]
+    for num_philosophers, num_envs, random_policy in tqdm(points, desc="dining sweep"):
+        env = alemlite.make("dining", num_philosophers=num_philosophers)
+        rollout = _rollout(env, num_envs, config.steps_per_call, random_policy)
+        timing = time_compiled(rollout, jax.random.PRNGKey(0), repeats=config.repeats)
+        env_steps = num_envs * config.steps_per_call / timing.median_s
+        sweep.append(
+            {
+                "num_philosophers": num_philosophers,
+                "num_envs": num_envs,
+                "policy": "uniform_random" if random_policy else "hashed",
+                "env_steps_per_s": env_steps,
+                "philosopher_steps_per_s": env_steps * num_philosophers,
+                "timing": asdict(timing),
+            }
+        )
+    oracle = {}
+    for num_philosophers in config.table_sizes:
+        timing = _oracle_timing(num_philosophers, config.oracle_steps, config.repeats)
+        oracle[num_philosophers] = {
+            "philosopher_steps_per_s": config.oracle_steps * num_philosophers / timing.median_s,
+            "timing": asdict(timing),
+        }
+    best = {}
+    for num_philosophers in config.table_sizes:
+        for policy in ("hashed", "uniform_random"):
+            rows = [
+                r
+                for r in sweep
+                if r["num_philosophers"] == num_philosophers and r["policy"] == policy
+            ]
+            top = max(rows, key=lambda r: r["philosopher_steps_per_s"])
+            best[f"N{num_philosophers}_{policy}"] = {
+                "num_envs": top["num_envs"],
+                "philosopher_steps_per_s": top["philosopher_steps_per_s"],
+                "ratio_to_python": top["philosopher_steps_per_s"]
+                / oracle[num_philosophers]["philosopher_steps_per_s"],
+            }
+    payload = {
+        "config": {**asdict(config), "out_dir": str(config.out_dir)},
+        "sweep": sweep,
+        "python_engine": {str(n): value for n, value in oracle.items()},
+        "best": best,
+    }
+    path = write_results("dining_throughput", payload, config.out_dir)
+    plot_path = _plot(sweep, oracle, path.with_suffix(".png"))
+    for name, entry in best.items():
+        print(
+            f"{name:>20}: {entry['philosopher_steps_per_s']:.3e} philosopher steps/s "
+            f"at {entry['num_envs']} envs, {entry['ratio_to_python']:.0f}x the Python engine"
+        )
+    print(f"wrote {path} and {plot_path}")
+    return payload
+
+
+def _plot(sweep: list[dict], oracle: dict, path: Path) -> Path:
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for num_philosophers in sorted({r["num_philosophers"] for r in sweep}):
+        for policy, style in (("hashed", "-"), ("uniform_random", "--")):
+            rows = [
+                r
+                for r in sweep
+                if r["num_philosophers"] == num_philosophers and r["policy"] == policy
+            ]
+            line = axis.plot(
+                [r["num_envs"] for r in rows],
+                [r["philosopher_steps_per_s"] for r in rows],
+                style,
+                marker="o",
+                markersize=3,
+                label=f"N={num_philosophers}, {PLOT_LABELS[policy]}",
+            )
+        axis.axhline(
+            oracle[num_philosophers]["philosopher_steps_per_s"],
+            color=line[0].get_color(),
+            linestyle=":",
+            linewidth=1,
+        )
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("parallel environments")
+    axis.set_ylabel("philosopher steps / s")
+    axis.set_title("dining throughput (dotted: plain-Python engine)")
+    axis.legend(fontsize=7)
+    axis.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+if __name__ == "__main__":
+    run(tyro.cli(DiningBenchConfig))
