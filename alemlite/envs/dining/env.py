@@ -10,7 +10,6 @@ from alemlite.envs.dining import observation, rewards, rules
 from alemlite.envs.dining.config import DiningConfig, DiningParams, make_params
 from alemlite.envs.dining.max_meals import lookup_max_meals, max_meals_table
 from alemlite.envs.dining.state import (
-    FREE,
     GRAB_LEFT,
     GRAB_RIGHT,
     MOVE_NAMES,
@@ -96,34 +95,33 @@ class DiningEnv(Environment[DiningState, DiningParams]):
         in_range = ring.active & (actions >= 0) & (actions < self.num_actions)
         moves = jnp.where(in_range, actions % NUM_MOVES, WAIT)
         tokens = jnp.where(in_range, actions // NUM_MOVES, 0)
-        legal = rules.move_mask(state.fork_holder, state.eating, ring, self.config.sequential)
-        valid = in_range & rules.allowed(legal, moves)
-
         table_step = rules.sequential_step if self.config.sequential else rules.simultaneous_step
         table = table_step(state.fork_holder, state.eating, moves, ring)
+        valid = in_range & rules.allowed(table.legal, moves)
         failed = ((moves == GRAB_LEFT) | (moves == GRAB_RIGHT)) & ~table.acquired
         meals = state.meals + table.ate
         hungry_streak = jnp.where(ring.active & ~table.ate, state.hungry_streak + 1, 0)
 
-        holder = table.fork_holder
-        one_fork_streak = jnp.where(
-            rules.one_fork(holder, table.eating, ring), state.one_fork_streak + 1, 0
-        )
+        hands = table.hands
+        one_fork = rules.one_fork(hands, table.eating)
+        one_fork_streak = jnp.where(one_fork, state.one_fork_streak + 1, 0)
         if self.config.has_backoff:
             drops = rules.backoff_drops(
                 key, one_fork_streak, params.backoff_steps, params.backoff_prob
             )
-            holder = rules.drop_forks(holder, drops, ring)
+            # Only one-fork seats drop, and they then hold nothing.
+            hands = hands.drop(drops, ring)
+            one_fork &= ~drops
             one_fork_streak = jnp.where(drops, 0, one_fork_streak)
-        deadlock_now = rules.is_deadlocked(holder, table.eating, ring)
+        deadlock_now = rules.is_deadlocked(one_fork, ring)
         force_release = deadlock_now & params.release_on_deadlock
-        holder = jnp.where(force_release, FREE, holder)
+        hands = hands.release_all_if(force_release)
         one_fork_streak = jnp.where(force_release, 0, one_fork_streak)
 
         step = state.step + 1
         first_deadlock = deadlock_now & ~state.deadlocked
         state = DiningState(
-            fork_holder=holder,
+            fork_holder=hands.fork_holder(ring),
             eating=table.eating,
             meals=meals,
             last_message=tokens,
@@ -149,7 +147,19 @@ class DiningEnv(Environment[DiningState, DiningParams]):
             "step_valid_actions": valid.sum(dtype=jnp.int32),
             "step_deadlock": deadlock_now,
         }
-        return self.observe(state, params), state, reward, done, info
+        # Observed from the step's own per-seat facts: looking the new fork holders up
+        # again would make XLA recompute the whole step inside the observation.
+        obs = observation.observe_seats(
+            state,
+            params,
+            ring,
+            self.config.num_message_tokens,
+            hands.holds_left,
+            hands.holds_right,
+            hands.left_available,
+            hands.right_available,
+        )
+        return obs, state, reward, done, info
 
     def _reward(self, state, params, ring, ate, deadlock_now, done) -> jax.Array:
         table_fairness = fairness(state.meals, ring.active)

@@ -45,6 +45,29 @@ def observe(
     holds_left, holds_right = holdings(state.fork_holder, ring)
     left_available = holds_left | (state.fork_holder == FREE)
     right_available = holds_right | (ring.from_right(state.fork_holder) == FREE)
+    return observe_seats(
+        state,
+        params,
+        ring,
+        num_message_tokens,
+        holds_left,
+        holds_right,
+        left_available,
+        right_available,
+    )
+
+
+def observe_seats(
+    state: DiningState,
+    params: DiningParams,
+    ring: Ring,
+    num_message_tokens: int,
+    holds_left: jax.Array,
+    holds_right: jax.Array,
+    left_available: jax.Array,
+    right_available: jax.Array,
+) -> jax.Array:
+    """`observe` from per-seat fork facts the caller already has (the step does)."""
     scale, steps_left = _horizon(state, params)
     features = [
         state.eating,

@@ -18,16 +18,60 @@ from alemlite.envs.dining.state import (
     WAIT,
     Ring,
     holdings,
-    owner_flag,
 )
 
 
 @struct.dataclass
+class Hands:
+    """Who holds which fork, per seat from both sides of each fork.
+
+    Fork i is philosopher i's left fork and its left neighbour's right fork, so
+    the rules never need a fork-holder id lookup: every update is seat-wise.
+    """
+
+    holds_left: jax.Array  # bool (M,): philosopher i holds fork i
+    holds_right: jax.Array  # bool (M,): philosopher i holds fork right[i]
+    held_by_left_neighbour: jax.Array  # bool (M,): fork i is held by i's left neighbour
+    right_neighbour_holds_left: jax.Array  # bool (M,): fork right[i] is held by right[i]
+
+    def drop(self, dropping: jax.Array, ring: Ring) -> Hands:
+        """The `dropping` seats put down every fork they hold."""
+        return Hands(
+            holds_left=self.holds_left & ~dropping,
+            holds_right=self.holds_right & ~dropping,
+            held_by_left_neighbour=self.held_by_left_neighbour & ~ring.from_left(dropping),
+            right_neighbour_holds_left=self.right_neighbour_holds_left & ~ring.from_right(dropping),
+        )
+
+    def release_all_if(self, release: jax.Array) -> Hands:
+        """Every fork free where `release` (a scalar) holds."""
+        return jax.tree.map(lambda held: held & ~release, self)
+
+    @property
+    def left_available(self) -> jax.Array:
+        """Fork i is free or held by i: not held by i's left neighbour."""
+        return ~self.held_by_left_neighbour
+
+    @property
+    def right_available(self) -> jax.Array:
+        return ~self.right_neighbour_holds_left
+
+    def fork_holder(self, ring: Ring) -> jax.Array:
+        """Per fork: the philosopher holding it, or FREE."""
+        return jnp.where(
+            self.holds_left,
+            ring.seat,
+            jnp.where(self.held_by_left_neighbour, ring.left_neighbour, FREE),
+        )
+
+
+@struct.dataclass
 class TableStep:
-    fork_holder: jax.Array  # int32 (M,) after the step
+    hands: Hands  # after the step
     eating: jax.Array  # bool (M,) after the step
     ate: jax.Array  # bool (M,): started a meal this step
     acquired: jax.Array  # bool (M,): the seat's grab took its fork
+    legal: jax.Array  # bool (M, 4): `move_mask` of the table the moves were chosen on
 
 
 def move_mask(fork_holder: jax.Array, eating: jax.Array, ring: Ring, sequential: bool) -> jax.Array:
@@ -46,15 +90,13 @@ def move_mask(fork_holder: jax.Array, eating: jax.Array, ring: Ring, sequential:
         # The left neighbour has the lower id except at seat 0; the right one only at N - 1.
         left_ok |= (ring.seat > 0) & (fork_holder == ring.left_neighbour) & ring.from_left(eating)
         right_ok |= ring.is_last & (fork_holder[0] == 0) & eating[0]
-    return jnp.stack(
-        [
-            jnp.ones_like(hungry),
-            hungry & left_ok,
-            hungry & right_ok,
-            ring.active & (holds_left | holds_right),
-        ],
-        axis=-1,
-    )
+    return _mask(hungry, left_ok, right_ok, ring.active & (holds_left | holds_right))
+
+
+def _mask(
+    hungry: jax.Array, left_ok: jax.Array, right_ok: jax.Array, holds_any: jax.Array
+) -> jax.Array:
+    return jnp.stack([jnp.ones_like(hungry), hungry & left_ok, hungry & right_ok, holds_any], -1)
 
 
 def allowed(mask: jax.Array, moves: jax.Array) -> jax.Array:
@@ -69,37 +111,65 @@ def allowed(mask: jax.Array, moves: jax.Array) -> jax.Array:
 def simultaneous_step(
     fork_holder: jax.Array, eating: jax.Array, moves: jax.Array, ring: Ring
 ) -> TableStep:
+    """One simultaneous step, on `Hands` rather than fork-holder ids: every rule is
+    seat-wise, and two neighbour lookups (one each way, several flags packed in each)
+    carry all it needs."""
     hungry = ring.active & ~eating
-    # 1. RELEASE by a HUNGRY philosopher frees the forks it held at the start.
+    holds_left = fork_holder == ring.seat
+    held_by_left_neighbour = fork_holder == ring.left_neighbour  # never FREE
+    held_by_left_neighbour_at_start = held_by_left_neighbour
+    free_at_start = fork_holder == FREE
     releasing = hungry & (moves == RELEASE)
-    holder = jnp.where(owner_flag(releasing, fork_holder, ring), FREE, fork_holder)
-    # 2. Fork f is wanted as left fork by f and as right fork by its left neighbour;
-    # a request counts only if the fork is free after (1), and the lowest id wins:
-    # the left neighbour f - 1 < f, except at fork 0 whose left requester is 0.
     wants_left = hungry & (moves == GRAB_LEFT)
-    wants_right = ring.from_left(hungry & (moves == GRAB_RIGHT))
-    winner = jnp.where(
-        ring.seat == 0,
-        jnp.where(wants_left, ring.seat, ring.left_neighbour),
-        jnp.where(wants_right, ring.left_neighbour, ring.seat),
-    )
-    granted = ring.active & (holder == FREE) & (wants_left | wants_right)
-    holder = jnp.where(granted, winner, holder)
-    took_left = granted & (winner == ring.seat)
-    took_right = ring.from_right(granted & (winner == ring.left_neighbour))
-    acquired = ((moves == GRAB_LEFT) & took_left) | ((moves == GRAB_RIGHT) & took_right)
+    wants_right = hungry & (moves == GRAB_RIGHT)
+    left_releases, left_wants_it, left_eats = ring.flags_from_left(releasing, wants_right, eating)
+    # 1. RELEASE by a HUNGRY philosopher frees the forks it held at the start.
+    holds_left &= ~releasing
+    held_by_left_neighbour &= ~left_releases
+    # 2. A request counts only if the fork is free after (1), and the lowest id wins:
+    # the left neighbour f - 1 < f, except at fork 0 whose left requester is 0.
+    free = ring.active & ~holds_left & ~held_by_left_neighbour
+    first = ring.seat == 0
+    to_self = free & wants_left & (first | ~left_wants_it)
+    to_left_neighbour = free & left_wants_it & ~(first & wants_left)
     # 3. Philosophers EATING at the start put both forks down at the end of the step.
-    holder = jnp.where(owner_flag(eating, holder, ring), FREE, holder)
+    holds_left = (holds_left | to_self) & ~eating
+    held_by_left_neighbour = (held_by_left_neighbour | to_left_neighbour) & ~left_eats
+    # Inert seats read fork 0 here; `active` and `wants_right` mask them out.
+    granted_right, holds_right, right_free_at_start, held_right_at_start, right_holds_left = (
+        ring.flags_from_right(
+            to_left_neighbour,
+            held_by_left_neighbour,
+            free_at_start,
+            held_by_left_neighbour_at_start,
+            holds_left,
+        )
+    )
+    holds_right &= ring.active
     # 4. A HUNGRY philosopher now holding both forks starts a meal.
-    holds_left, holds_right = holdings(holder, ring)
     ate = hungry & holds_left & holds_right
-    return TableStep(fork_holder=holder, eating=ate, ate=ate, acquired=acquired)
+    took_right = wants_right & granted_right
+    held_any_at_start = (fork_holder == ring.seat) | (ring.active & held_right_at_start)
+    hands = Hands(
+        holds_left=holds_left,
+        holds_right=holds_right,
+        held_by_left_neighbour=held_by_left_neighbour,
+        right_neighbour_holds_left=right_holds_left,
+    )
+    return TableStep(
+        hands=hands,
+        eating=ate,
+        ate=ate,
+        acquired=to_self | took_right,
+        legal=_mask(hungry, free_at_start, right_free_at_start, held_any_at_start),
+    )
 
 
 def sequential_step(
     fork_holder: jax.Array, eating: jax.Array, moves: jax.Array, ring: Ring
 ) -> TableStep:
     """Philosophers act one at a time in id order, each on the table the previous left."""
+    legal = move_mask(fork_holder, eating, ring, sequential=True)
     no_one = jnp.zeros_like(eating)
 
     def turn(seat, carry):
@@ -121,13 +191,25 @@ def sequential_step(
     holder, eating, ate, acquired = jax.lax.fori_loop(
         0, ring.seat.shape[0], turn, (fork_holder, eating, no_one, no_one)
     )
-    return TableStep(fork_holder=holder, eating=eating, ate=ate, acquired=acquired)
+    holds_left, holds_right = holdings(holder, ring)
+    hands = Hands(
+        holds_left=holds_left,
+        holds_right=holds_right,
+        held_by_left_neighbour=holder == ring.left_neighbour,
+        right_neighbour_holds_left=ring.from_right(holds_left),
+    )
+    return TableStep(
+        hands=hands,
+        eating=eating,
+        ate=ate,
+        acquired=acquired,
+        legal=legal,
+    )
 
 
-def one_fork(fork_holder: jax.Array, eating: jax.Array, ring: Ring) -> jax.Array:
-    """Seats that are HUNGRY and hold exactly one fork."""
-    holds_left, holds_right = holdings(fork_holder, ring)
-    return ring.active & ~eating & (holds_left != holds_right)
+def one_fork(hands: Hands, eating: jax.Array) -> jax.Array:
+    """Seats that are HUNGRY and hold exactly one fork (inert seats hold none)."""
+    return ~eating & (hands.holds_left != hands.holds_right)
 
 
 def backoff_drops(
@@ -141,10 +223,6 @@ def backoff_drops(
     return timed_out & jax.random.bernoulli(key, backoff_prob, one_fork_streak.shape)
 
 
-def drop_forks(fork_holder: jax.Array, dropping: jax.Array, ring: Ring) -> jax.Array:
-    return jnp.where(owner_flag(dropping, fork_holder, ring), FREE, fork_holder)
-
-
-def is_deadlocked(fork_holder: jax.Array, eating: jax.Array, ring: Ring) -> jax.Array:
+def is_deadlocked(one_fork_seats: jax.Array, ring: Ring) -> jax.Array:
     """Every philosopher HUNGRY and holding exactly one fork."""
-    return jnp.all(one_fork(fork_holder, eating, ring) | ~ring.active)
+    return jnp.all(one_fork_seats | ~ring.active)

@@ -86,17 +86,24 @@ class Ring:
         """`values[left_neighbour[i]]` per seat."""
         return values[self.left_neighbour]
 
+    # Several boolean arrays (up to 8) through one lookup, packed as bits of an int8.
+    def flags_from_right(self, *flags: jax.Array) -> tuple[jax.Array, ...]:
+        """`flag[right[i]]` per seat for every flag."""
+        return _unpack(self.from_right(_pack(flags)), len(flags))
+
+    def flags_from_left(self, *flags: jax.Array) -> tuple[jax.Array, ...]:
+        """`flag[left_neighbour[i]]` per seat for every flag."""
+        return _unpack(self.from_left(_pack(flags)), len(flags))
+
+
+def _pack(flags: tuple[jax.Array, ...]) -> jax.Array:
+    return sum(flag.astype(jnp.int8) << bit for bit, flag in enumerate(flags))
+
+
+def _unpack(packed: jax.Array, count: int) -> tuple[jax.Array, ...]:
+    return tuple((packed >> bit) & 1 == 1 for bit in range(count))
+
 
 def holdings(fork_holder: jax.Array, ring: Ring) -> tuple[jax.Array, jax.Array]:
     """`(holds_left, holds_right)` per seat."""
     return fork_holder == ring.seat, ring.from_right(fork_holder) == ring.seat
-
-
-def owner_flag(flags: jax.Array, fork_holder: jax.Array, ring: Ring) -> jax.Array:
-    """Per fork: `flags[holder]` for held forks, False for free ones.
-
-    Fork f can only be held by philosopher f or by its left neighbour.
-    """
-    by_left_user = (fork_holder == ring.seat) & flags
-    by_right_user = (fork_holder == ring.left_neighbour) & ring.from_left(flags)
-    return by_left_user | by_right_user
