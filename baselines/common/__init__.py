@@ -1,0 +1,1 @@
+"""What every algorithm shares: networks, rollout, advantages, losses, loop, checkpoints."""

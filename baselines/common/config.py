@@ -1,0 +1,228 @@
+"""Typed configuration of a training run; validated at construction.
+
+Static choices (network sizes, batch shapes) are hashed into the compiled update;
+a run directory keeps them as `config.json` so that `--resume` can check them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import tyro
+
+from alemlite.core.errors import require
+from baselines.common.group import GroupConfig
+
+# algorithm name -> "module:Class" implementing `baselines.common.algorithm.Algorithm`
+ALGORITHMS = {
+    "ippo": "baselines.ippo:IPPO",
+    "mappo": "baselines.mappo:MAPPO",
+    "grpo": "baselines.grpo:GRPO",
+    "srpo": "baselines.srpo:SRPO",
+    "teamtr": "baselines.teamtr:TeamTR",
+}
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    hidden_size: int = 64
+    """Width of every dense layer (and of the GRU state)."""
+    num_layers: int = 2
+    """Dense layers before the heads."""
+    recurrent: bool = False
+    """Use a GRU (memory across steps) instead of a feed-forward torso."""
+
+    def __post_init__(self):
+        require(self.hidden_size >= 1, f"hidden_size={self.hidden_size} must be at least 1")
+        require(self.num_layers >= 1, f"num_layers={self.num_layers} must be at least 1")
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    learning_rate: float = 2.5e-3
+    anneal_learning_rate: bool = False
+    """Decay the learning rate linearly to zero over `num_updates` (a resume that extends
+    `num_updates` changes the schedule)."""
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    """Clip range of the probability ratio (and of the value change)."""
+    entropy_coef: float = 0.01
+    value_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    num_epochs: int = 4
+    num_minibatches: int = 4
+    """Minibatches per epoch; environments (whole time sequences) are split between them."""
+
+    def __post_init__(self):
+        require(self.learning_rate > 0, f"learning_rate={self.learning_rate} must be positive")
+        require(0 <= self.gamma <= 1, f"gamma={self.gamma} must lie in [0, 1]")
+        require(0 <= self.gae_lambda <= 1, f"gae_lambda={self.gae_lambda} must lie in [0, 1]")
+        require(self.clip_eps > 0, f"clip_eps={self.clip_eps} must be positive")
+        require(self.num_epochs >= 1, f"num_epochs={self.num_epochs} must be at least 1")
+        require(
+            self.num_minibatches >= 1, f"num_minibatches={self.num_minibatches} must be at least 1"
+        )
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A whole training run: algorithm, environment, batch shape, schedule and outputs."""
+
+    algorithm: tyro.conf.Positional[Literal["ippo", "mappo", "grpo", "srpo", "teamtr"]] = "ippo"
+    """Which algorithm to train."""
+    env: Literal["dining", "craft"] = "dining"
+    philosophers: int = 5
+    """dining: table size N."""
+    max_steps: int | None = None
+    """Episode length before truncation; None: the environment's default."""
+    reward: str = "shaped"
+    """dining: reward name ("shaped" or "paper")."""
+    map_size: int = 16
+    """craft: side of the square map."""
+    agents: int = 2
+    """craft: number of agents."""
+
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    group: GroupConfig = field(default_factory=GroupConfig)
+    """grpo, srpo, teamtr: group size, compared returns, KL penalty and budget."""
+
+    num_envs: int = 64
+    """Parallel environments per seed (sharded over devices)."""
+    num_steps: int = 32
+    """Rollout length T per update."""
+    pool_size: int | None = None
+    """Pre-generated start states for auto-reset; None: none for dining, num_envs for craft."""
+    refresh_per_step: int = 1
+    """Pool start states regenerated per step."""
+    num_updates: int = 200
+    updates_per_chunk: int = 10
+    """Updates per compiled chunk; Python logs and checkpoints between chunks."""
+    num_seeds: int = 1
+    """Independent seeds trained side by side in one vmapped program."""
+    seed: int = 0
+
+    eval_interval: int = 50
+    """Updates between checkpoints; every checkpoint is evaluated on validation seeds."""
+    eval_episodes: int = 128
+    validation_seed: int = 1_000_000
+    """Base seed of the episodes that select the best checkpoint."""
+    test_seed: int = 2_000_000
+    """Base seed of the held-out episodes that report the final and best checkpoints."""
+    test_episodes: int = 512
+
+    run_dir: str = ""
+    """Where outputs go; empty means runs/ALGORITHM-ENV-SIZE."""
+    resume: bool = False
+    """Continue the run in `run_dir` from its latest checkpoint (`num_updates` may be raised)."""
+    progress: bool = True
+    """Show a progress bar."""
+    distributed: bool = False
+    """Call `jax.distributed.initialize()` first (multi-host runs)."""
+
+    def __post_init__(self):
+        require(
+            self.algorithm in ALGORITHMS,
+            f"algorithm={self.algorithm!r}; choose one of {sorted(ALGORITHMS)}",
+        )
+        for name in ("num_envs", "num_steps", "num_updates", "updates_per_chunk", "num_seeds"):
+            value = getattr(self, name)
+            require(value >= 1, f"{name}={value} must be at least 1")
+        require(
+            self.num_updates % self.updates_per_chunk == 0,
+            f"num_updates={self.num_updates} must be a multiple of "
+            f"updates_per_chunk={self.updates_per_chunk}",
+        )
+        require(
+            self.eval_interval >= self.updates_per_chunk
+            and self.eval_interval % self.updates_per_chunk == 0,
+            f"eval_interval={self.eval_interval} must be a multiple of "
+            f"updates_per_chunk={self.updates_per_chunk}",
+        )
+        require(
+            self.num_envs % self.ppo.num_minibatches == 0,
+            f"num_envs={self.num_envs} must be divisible by "
+            f"ppo.num_minibatches={self.ppo.num_minibatches}",
+        )
+        require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
+        require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
+
+    @property
+    def output_dir(self) -> Path:
+        if self.run_dir:
+            return Path(self.run_dir)
+        size = self.philosophers if self.env == "dining" else self.agents
+        return Path("runs") / f"{self.algorithm}-{self.env}-{size}"
+
+    @property
+    def resolved_pool_size(self) -> int:
+        if self.pool_size is not None:
+            return self.pool_size
+        return self.num_envs if self.env == "craft" else 0
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `alemlite.make(self.env, ...)`: the chosen environment's fields."""
+        if self.env == "dining":
+            kwargs = {"num_philosophers": self.philosophers, "reward": self.reward}
+        else:
+            kwargs = {"map_size": self.map_size, "num_agents": self.agents}
+        return kwargs if self.max_steps is None else {**kwargs, "max_steps": self.max_steps}
+
+    # ---- persistence ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        return cls(
+            **{
+                **values,
+                "network": NetworkConfig(**values["network"]),
+                "ppo": PPOConfig(**values["ppo"]),
+                "group": GroupConfig(**values.get("group", {})),
+            }
+        )
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> TrainConfig:
+        return cls.from_dict(json.loads(path.read_text()))
+
+    def program_key(self) -> TrainConfig:
+        """This config with every field that leaves the compiled functions unchanged reset."""
+        defaults = TrainConfig()
+        return dataclasses.replace(
+            self,
+            seed=0,
+            num_updates=self.num_updates
+            if self.ppo.anneal_learning_rate
+            else self.updates_per_chunk,
+            eval_interval=self.updates_per_chunk,
+            validation_seed=defaults.validation_seed,
+            test_seed=defaults.test_seed,
+            test_episodes=defaults.test_episodes,
+            run_dir=defaults.run_dir,
+            resume=False,
+            progress=False,
+            distributed=False,
+        )
+
+    def differences_that_break_resume(self, saved: TrainConfig) -> list[str]:
+        """Fields that differ from `saved` other than those a resume may change."""
+        may_change = {
+            "num_updates",
+            "resume",
+            "progress",
+            "distributed",
+            "run_dir",
+            "test_episodes",
+        }
+        mine, theirs = self.to_dict(), saved.to_dict()
+        return [name for name in mine if name not in may_change and mine[name] != theirs[name]]

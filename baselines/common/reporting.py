@@ -1,0 +1,141 @@
+"""Run outputs: JSONL metrics, the learning-curve plot and held-out summaries."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from alemlite.stats import mean_ci, summarise
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: arrays become lists, NaN becomes null."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, np.ndarray | np.generic):
+        return _plain(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(_plain(value), indent=2) + "\n"
+
+
+class MetricsLog:
+    """Append-only `metrics.jsonl`: one `train` record per update, one `eval` per checkpoint."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def truncate_after(self, update: int) -> None:
+        """Drop records past `update` (a resumed run rewrites them)."""
+        if not self.path.exists():
+            return
+        kept = [line for line in self.read() if line["update"] <= update]
+        self.path.write_text("".join(json.dumps(record) + "\n" for record in kept))
+
+    def append(self, records: list[dict[str, Any]]) -> None:
+        with self.path.open("a") as file:
+            for record in records:
+                file.write(json.dumps(_plain(record)) + "\n")
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line]
+
+
+def train_records(
+    metrics: Mapping[str, np.ndarray], first_update: int, agent_steps_per_update: int
+):
+    """One record per update from chunk metrics `(updates, seeds)`: means over seeds."""
+    num_updates = next(iter(metrics.values())).shape[0]
+    records = []
+    for index in range(num_updates):
+        update = first_update + index + 1
+        record: dict[str, Any] = {
+            "kind": "train",
+            "update": update,
+            "agent_steps": update * agent_steps_per_update,
+        }
+        for name, values in metrics.items():
+            per_seed = values[index]
+            finite = per_seed[np.isfinite(per_seed)]
+            record[name] = float(finite.mean()) if finite.size else None
+        record["episode/return_per_seed"] = metrics["episode/return"][index]
+        records.append(record)
+    return records
+
+
+def held_out_summary(per_episode: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Per-seed mean returns, a CI across seeds, and every metric pooled over episodes with CIs.
+
+    `per_episode` maps metric names to `(seeds, episodes)` arrays.
+    """
+    per_seed = per_episode["episode_return"].mean(axis=1)
+    mean, low, high = mean_ci(per_seed)
+    pooled = {name: np.asarray(values).reshape(-1) for name, values in per_episode.items()}
+    return {
+        "return_per_seed": per_seed.tolist(),
+        "return_across_seeds": {"mean": mean, "low": low, "high": high, "n": int(per_seed.size)},
+        "episodes": summarise(pooled),
+    }
+
+
+def plot_learning_curve(
+    records: list[dict[str, Any]], references: Mapping[str, float], path: Path, title: str
+) -> None:
+    """Training return (seed mean, min-max band), validation returns and reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train = [r for r in records if r["kind"] == "train"]
+    evals = [r for r in records if r["kind"] == "eval"]
+    figure, axis = plt.subplots(figsize=(7, 4.2))
+    if train:
+        steps = np.array([r["agent_steps"] for r in train])
+        per_seed = np.array(
+            [[np.nan if v is None else v for v in r["episode/return_per_seed"]] for r in train]
+        )
+        with warnings.catch_warnings():  # updates where no episode ended are NaN: left blank
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean, low, high = (
+                np.nanmean(per_seed, 1),
+                np.nanmin(per_seed, 1),
+                np.nanmax(per_seed, 1),
+            )
+        axis.plot(steps, mean, label="training episodes (seed mean)")
+        axis.fill_between(steps, low, high, alpha=0.25)
+    if evals:
+        steps = [r["agent_steps"] for r in evals]
+        axis.plot(steps, [np.mean(r["validation_return"]) for r in evals], "o-", label="validation")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (name, value) in enumerate(sorted(references.items())):
+        axis.axhline(
+            value,
+            linestyle="--",
+            linewidth=1,
+            color=colours[(index + 2) % len(colours)],
+            label=name,
+        )
+    axis.set_xlabel("agent steps (per seed)")
+    axis.set_ylabel("episode return (mean over seats)")
+    axis.set_title(title)
+    axis.legend(fontsize=7, loc="best")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

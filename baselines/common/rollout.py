@@ -1,0 +1,146 @@
+"""Collecting `T` steps from a `VecEnv` (with `LogWrapper`) into time-major arrays.
+
+The rollout is agnostic of the algorithm: it calls `act` for actions, log-probs
+and values, and `bootstrap` for the value of the observation a truncated
+episode ended on (`info["final_observation"]` / `info["final_global_state"]`),
+computed with the recurrent state the episode ended with, which is why it is
+computed here rather than after the rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from alemlite.core.vec import VecEnv, VecState
+
+
+@struct.dataclass
+class AgentView:
+    """What agents and critics can read at one step, with a leading environment axis."""
+
+    observation: jax.Array  # (E, N, *observation_shape)
+    action_mask: jax.Array  # (E, N, A) bool
+    global_state: jax.Array  # (E, *global_state_shape)
+    active: jax.Array  # (E, N) bool: seats in play (inert seats carry no loss)
+    episode_start: jax.Array  # (E,) bool: recurrent state starts again here
+
+
+def agent_view(vec_env: VecEnv, state: VecState, observation, params, episode_start) -> AgentView:
+    return AgentView(
+        observation=observation,
+        action_mask=vec_env.action_mask(state, params),
+        global_state=vec_env.global_state(state, params),
+        active=vec_env.agent_active(state, params),
+        episode_start=episode_start,
+    )
+
+
+@struct.dataclass
+class RolloutState:
+    env_state: VecState
+    view: AgentView  # the view the next action is chosen from
+    hidden: Any  # the algorithm's recurrent state (None when feed-forward)
+
+
+@struct.dataclass
+class Transition:
+    """One step of every environment; stacked over time by `collect`."""
+
+    view: AgentView
+    actions: jax.Array  # (E, N) int32
+    log_prob: jax.Array  # (E, N)
+    value: jax.Array  # (E, N)
+    reward: jax.Array  # (E, N)
+    done: jax.Array  # (E,) terminated | truncated
+    terminated: jax.Array  # (E,)
+    truncated: jax.Array  # (E,)
+    final_value: jax.Array  # (E, N) value of the final observation; used where truncated
+    episode_return: jax.Array  # (E,) mean over active seats of the episode ending here
+    episode_length: jax.Array  # (E,)
+    episode_metrics: dict[str, jax.Array]  # scalar metrics of the episode ending here, (E,)
+
+
+# act(params, hidden, view, key) -> (hidden, actions, log_prob, value)
+ActFn = Callable[[Any, Any, AgentView, jax.Array], tuple[Any, jax.Array, jax.Array, jax.Array]]
+# bootstrap(params, hidden, final_view) -> value (E, N)
+BootstrapFn = Callable[[Any, Any, AgentView], jax.Array]
+
+
+def reset(vec_env: VecEnv, env_params, key: jax.Array, hidden) -> RolloutState:
+    observation, env_state = vec_env.reset(key, env_params)
+    episode_start = jnp.ones((vec_env.num_envs,), bool)
+    view = agent_view(vec_env, env_state, observation, env_params, episode_start)
+    return RolloutState(env_state=env_state, view=view, hidden=hidden)
+
+
+def collect(
+    vec_env: VecEnv,
+    env_params,
+    act: ActFn,
+    bootstrap: BootstrapFn,
+    params,
+    rollout: RolloutState,
+    key: jax.Array,
+    num_steps: int,
+) -> tuple[RolloutState, Transition]:
+    """Play `num_steps` steps; returns the new rollout state and `(T, E, ...)` transitions."""
+
+    def one_step(rollout: RolloutState, step_key):
+        act_key, env_key = jax.random.split(step_key)
+        hidden, actions, log_prob, value = act(params, rollout.hidden, rollout.view, act_key)
+        observation, env_state, reward, done, info = vec_env.step(
+            env_key, rollout.env_state, actions, env_params
+        )
+        next_view = agent_view(vec_env, env_state, observation, env_params, done)
+        final_view = next_view.replace(
+            observation=info["final_observation"],
+            global_state=info["final_global_state"],
+            episode_start=jnp.zeros_like(done),
+        )
+        final_value = jnp.where(
+            info["truncated"][:, None], bootstrap(params, hidden, final_view), 0.0
+        )
+        active = rollout.view.active
+        transition = Transition(
+            view=rollout.view,
+            actions=actions,
+            log_prob=log_prob,
+            value=value,
+            reward=reward,
+            done=done,
+            terminated=info["terminated"],
+            truncated=info["truncated"],
+            final_value=final_value,
+            episode_return=(info["episode_return"] * active).sum(-1)
+            / jnp.maximum(active.sum(-1), 1),
+            episode_length=info["episode_length"],
+            episode_metrics={
+                name: value for name, value in info["episode_metrics"].items() if value.ndim == 1
+            },
+        )
+        return RolloutState(env_state=env_state, view=next_view, hidden=hidden), transition
+
+    return jax.lax.scan(one_step, rollout, jax.random.split(key, num_steps))
+
+
+def episode_statistics(transitions: Transition) -> dict[str, jax.Array]:
+    """Means over the episodes that ended within `transitions` (NaN when none ended)."""
+    done = transitions.done
+    count = done.sum()
+
+    def mean_at_done(values):
+        return jnp.where(count > 0, jnp.sum(jnp.where(done, values, 0)) / count, jnp.nan)
+
+    metrics = {
+        f"episode/{name}": mean_at_done(values.astype(jnp.float32))
+        for name, values in transitions.episode_metrics.items()
+    }
+    metrics["episode/return"] = mean_at_done(transitions.episode_return)
+    metrics["episode/length"] = mean_at_done(transitions.episode_length.astype(jnp.float32))
+    metrics["episode/count"] = count.astype(jnp.float32)
+    return metrics

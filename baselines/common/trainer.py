@@ -1,0 +1,308 @@
+"""The training loop shared by every algorithm.
+
+Updates run as compiled chunks (`lax.scan` over `updates_per_chunk` whole
+updates, vmapped over seeds, environments sharded over devices); Python runs
+between chunks for the progress bar, metrics, checkpoints and plots. Each
+checkpoint is evaluated on validation seeds and the best actor per seed is
+kept; at the end the final and the best actors are both evaluated on separate
+held-out test seeds, so choosing the best checkpoint does not bias its report.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from tqdm.auto import tqdm
+
+import alemlite
+from alemlite.core.environment import Environment
+from alemlite.core.errors import require
+from alemlite.evaluation import Policy, evaluate
+from baselines.common import distributed
+from baselines.common.algorithm import Algorithm, Runner
+from baselines.common.checkpoints import RunCheckpoints, export_policy
+from baselines.common.config import ALGORITHMS, TrainConfig
+from baselines.common.evaluation import SeedEvaluator
+from baselines.common.reporting import (
+    MetricsLog,
+    held_out_summary,
+    plot_learning_curve,
+    to_json,
+    train_records,
+)
+
+
+@struct.dataclass
+class BestActors:
+    """Per seed: the actor with the highest validation return so far."""
+
+    actor_params: Any  # leaves (S, ...)
+    validation_return: jax.Array  # (S,)
+    update: jax.Array  # (S,) int32, -1 before the first checkpoint
+
+
+def build_algorithm(config: TrainConfig, env: Environment) -> Algorithm:
+    module_name, class_name = ALGORITHMS[config.algorithm].split(":")
+    return getattr(importlib.import_module(module_name), class_name)(env, config)
+
+
+def run_updates(algorithm: Algorithm, length: int, runner: Runner):
+    """`length` whole updates of a seed-vmapped `runner`; metrics gain leading `(length, S)`."""
+
+    def one_update(runner, _):
+        return jax.vmap(algorithm.update)(runner)
+
+    return jax.lax.scan(one_update, runner, None, length=length)
+
+
+def _with_shardings(abstract: Any, shardings: Any) -> Any:
+    return jax.tree.map(
+        lambda leaf, sharding: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding),
+        abstract,
+        shardings,
+    )
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """The jitted functions of a run; shared by runs that differ only in seeds and outputs."""
+
+    algorithm: Algorithm
+    init: Any  # seed keys (S, 2) -> Runner, laid out by `shardings`
+    run_chunk: Any  # Runner -> (Runner, metrics (updates_per_chunk, S))
+    evaluator: SeedEvaluator
+    abstract_runner: Any  # shapes, dtypes and shardings of the Runner
+
+
+_PROGRAMS: dict[Any, CompiledProgram] = {}
+
+
+def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
+    """Build (or reuse, within this process) the compiled functions for `config` on `env`."""
+    cache_key = (config.program_key(), env)
+    try:
+        return _PROGRAMS[cache_key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable environment is simply not cached
+        cache_key = None
+    algorithm = build_algorithm(config, env)
+    mesh = distributed.data_mesh(config.num_envs)
+    seed_keys = jax.ShapeDtypeStruct((config.num_seeds, 2), jnp.uint32)
+    # Seeds are initialised one after another (`lax.map`): the vmapped form of some inits
+    # (MAPPO on dining N = 15, several seeds) compiles to a program that hangs on XLA:CPU.
+    init_seeds = functools.partial(jax.lax.map, algorithm.init)
+    abstract_runner = jax.eval_shape(init_seeds, seed_keys)
+    shardings = distributed.runner_shardings(mesh, abstract_runner)
+    program = CompiledProgram(
+        algorithm=algorithm,
+        init=jax.jit(init_seeds, out_shardings=shardings),
+        run_chunk=jax.jit(
+            functools.partial(run_updates, algorithm, config.updates_per_chunk),
+            in_shardings=(shardings,),
+            out_shardings=(shardings, distributed.replicated(mesh)),
+            donate_argnums=0,
+        ),
+        evaluator=SeedEvaluator(env, algorithm.actor, batch_size=config.eval_episodes),
+        abstract_runner=_with_shardings(abstract_runner, shardings),
+    )
+    if cache_key is not None:
+        _PROGRAMS[cache_key] = program
+    return program
+
+
+def evaluate_references(
+    env: Environment, policies: Mapping[str, Policy], num_episodes: int, base_seed: int
+) -> dict[str, dict[str, Any]]:
+    """Held-out summaries of scripted policies on the same test episodes as the agents."""
+    return {
+        name: held_out_summary(
+            {
+                k: v[None]
+                for k, v in evaluate(
+                    env, policy, env.default_params, num_episodes, base_seed
+                ).items()
+            }
+        )
+        for name, policy in policies.items()
+    }
+
+
+def train(
+    config: TrainConfig,
+    env: Environment | None = None,
+    references: Mapping[str, Policy] | None = None,
+) -> dict[str, Any]:
+    """Train (or resume) the run in `config.output_dir`; returns the summary also written there."""
+    distributed.initialise(config.distributed)
+    env = env or alemlite.make(config.env, **config.env_kwargs())
+    is_main = jax.process_index() == 0
+    run_dir = config.output_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints = RunCheckpoints(run_dir / "checkpoints")
+    log = MetricsLog(run_dir / "metrics.jsonl")
+    if config.resume:
+        update = _check_resumable(config, run_dir, checkpoints)
+    else:
+        update = 0
+        require(
+            checkpoints.latest_update() is None,
+            f"run_dir={str(run_dir)!r} already holds checkpoints; pass --resume to continue it "
+            "or choose a new run_dir",
+        )
+    program = compiled_program(config, env)
+    algorithm, evaluator = program.algorithm, program.evaluator
+
+    runner = program.init(jax.random.split(jax.random.PRNGKey(config.seed), config.num_seeds))
+    best = BestActors(
+        actor_params=jax.tree.map(jnp.copy, runner.params["actor"]),  # runner is donated
+        validation_return=jnp.full((config.num_seeds,), -jnp.inf),
+        update=jnp.full((config.num_seeds,), -1, jnp.int32),
+    )
+    if config.resume:
+        abstract_state = {"runner": program.abstract_runner, "best": jax.eval_shape(lambda: best)}
+        state, _ = checkpoints.restore(update, abstract_state)
+        runner, best = state["runner"], state["best"]
+        if is_main:
+            log.truncate_after(update)
+    elif is_main:
+        log.truncate_after(0)
+        config.save(run_dir / "config.json")
+
+    reference_summaries = (
+        evaluate_references(env, references, config.test_episodes, config.test_seed)
+        if references
+        else {}
+    )
+    reference_returns = {
+        name: summary["return_across_seeds"]["mean"]
+        for name, summary in reference_summaries.items()
+    }
+    agent_steps_per_update = (
+        config.num_envs * config.num_steps * env.num_agents * algorithm.rollouts_per_update
+    )
+    title = f"{config.algorithm.upper()} on {env.name} ({env.num_agents} agents)"
+
+    progress = tqdm(
+        total=config.num_updates,
+        initial=update,
+        disable=not (config.progress and is_main),
+        desc=config.algorithm,
+        unit="update",
+    )
+    while update < config.num_updates:
+        runner, metrics = program.run_chunk(runner)
+        metrics = jax.device_get(metrics)
+        records = train_records(metrics, update, agent_steps_per_update)
+        update += config.updates_per_chunk
+        progress.update(config.updates_per_chunk)
+        progress.set_postfix(episode_return=records[-1]["episode/return"])
+        if update % config.eval_interval == 0 or update == config.num_updates:
+            validation = evaluator(
+                runner.params["actor"], config.eval_episodes, config.validation_seed
+            )
+            validation_return = validation["episode_return"].mean(axis=1)
+            best = _keep_best(best, runner.params["actor"], validation_return, update)
+            checkpoints.save(
+                update,
+                {"runner": runner, "best": best},
+                {"update": update, "validation_return": validation_return.tolist()},
+            )
+            records.append(
+                {
+                    "kind": "eval",
+                    "update": update,
+                    "agent_steps": update * agent_steps_per_update,
+                    "validation_return": validation_return,
+                    "best_validation_return": np.asarray(best.validation_return),
+                }
+            )
+        if is_main:
+            log.append(records)
+            plot_learning_curve(
+                log.read(), reference_returns, run_dir / "learning_curve.png", title
+            )
+    progress.close()
+    checkpoints.close()
+
+    summary = _final_summary(config, evaluator, runner, best, agent_steps_per_update)
+    summary["references"] = reference_summaries
+    if is_main:
+        _export_policies(run_dir, config, algorithm, runner, best)
+        (run_dir / "summary.json").write_text(to_json(summary))
+    return summary
+
+
+def _check_resumable(config: TrainConfig, run_dir: Path, checkpoints: RunCheckpoints) -> int:
+    config_path = run_dir / "config.json"
+    require(config_path.exists(), f"--resume needs {config_path}; start the run without --resume")
+    differences = config.differences_that_break_resume(TrainConfig.load(config_path))
+    require(
+        not differences,
+        f"--resume with changed settings {differences}; only num_updates may change",
+    )
+    latest = checkpoints.latest_update()
+    require(latest is not None, f"--resume found no checkpoint in {run_dir / 'checkpoints'}")
+    return latest
+
+
+def _keep_best(best: BestActors, actor_params, validation_return: np.ndarray, update: int):
+    improved = jnp.asarray(validation_return) > best.validation_return
+
+    def choose(new, old):
+        return jnp.where(improved.reshape(-1, *([1] * (new.ndim - 1))), new, old)
+
+    return BestActors(
+        actor_params=jax.tree.map(choose, actor_params, best.actor_params),
+        validation_return=jnp.where(
+            improved, jnp.asarray(validation_return), best.validation_return
+        ),
+        update=jnp.where(improved, update, best.update),
+    )
+
+
+def _final_summary(config, evaluator, runner, best, agent_steps_per_update) -> dict[str, Any]:
+    final = evaluator(runner.params["actor"], config.test_episodes, config.test_seed)
+    best_test = evaluator(best.actor_params, config.test_episodes, config.test_seed)
+    return {
+        "algorithm": config.algorithm,
+        "env": {"name": config.env, **config.env_kwargs()},
+        "num_seeds": config.num_seeds,
+        "num_updates": config.num_updates,
+        "agent_steps_per_seed": config.num_updates * agent_steps_per_update,
+        "test_seed": config.test_seed,
+        "test_episodes": config.test_episodes,
+        "final": held_out_summary(final),
+        "best": {
+            **held_out_summary(best_test),
+            "update_per_seed": np.asarray(best.update).tolist(),
+            "validation_return_per_seed": np.asarray(best.validation_return).tolist(),
+        },
+    }
+
+
+def _export_policies(run_dir: Path, config, algorithm, runner, best) -> None:
+    """Export the final and the best actor of the seed with the best validation return."""
+    seed = int(np.argmax(np.asarray(best.validation_return)))
+    info = {
+        "algorithm": config.algorithm,
+        "env": {"name": config.env, **config.env_kwargs()},
+        "seed_index": seed,
+    }
+    pick = functools.partial(jax.tree.map, lambda leaf: leaf[seed])
+    export_policy(run_dir / "policy" / "final", algorithm.actor, pick(runner.params["actor"]), info)
+    export_policy(
+        run_dir / "policy" / "best",
+        algorithm.actor,
+        pick(best.actor_params),
+        {**info, "update": int(best.update[seed])},
+    )

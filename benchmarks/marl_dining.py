@@ -1,0 +1,115 @@
+"""Reference-agent results on dining: IPPO and MAPPO beside the scripted policies.
+
+Trains each algorithm at each table size (several seeds vmapped in one run),
+then collects the held-out returns (final and best checkpoint, 95% CIs across
+seeds and over episodes) and the scripted policies' returns on the same test
+episodes into `benchmarks/results/marl_dining.json`, with one learning curve per
+run copied to `docs/figures/`.
+
+    python -m benchmarks.marl_dining --sizes 5 --num-updates 200
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tyro
+
+from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
+from baselines.common.reporting import to_json
+from baselines.common.trainer import train
+from baselines.train import reference_policies
+from benchmarks.harness import RESULTS_DIR, machine_info
+
+FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
+
+
+@dataclass(frozen=True)
+class MarlDiningConfig:
+    """Train IPPO and MAPPO on dining tables; write the results table and curves."""
+
+    sizes: tuple[int, ...] = (5,)
+    algorithms: tuple[str, ...] = ("ippo", "mappo")
+    num_updates: int = 200
+    num_seeds: int = 4
+    num_envs: int = 64
+    num_steps: int = 32
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    runs_dir: Path = Path("runs/marl_dining")
+    out: Path = RESULTS_DIR / "marl_dining.json"
+    label: str = ""
+    """Suffix of run and figure names, to keep variants apart (e.g. "-anneal")."""
+    reuse_runs: bool = False
+    """Collect the summaries of runs already finished in runs_dir instead of training again."""
+
+
+def run(config: MarlDiningConfig) -> dict:
+    results = {"machine": machine_info(), "config": dataclasses.asdict(config), "runs": {}}
+    FIGURES_DIR.mkdir(parents=True, exist_ok=True)
+    references = reference_policies("dining")
+    for size in config.sizes:
+        for algorithm in config.algorithms:
+            name = f"{algorithm}-dining-{size}{config.label}"
+            run_dir = config.runs_dir / name
+            if config.reuse_runs and (run_dir / "summary.json").exists():
+                results["runs"][name] = json.loads((run_dir / "summary.json").read_text())
+                shutil.copy(run_dir / "learning_curve.png", FIGURES_DIR / f"{name}.png")
+                continue
+            shutil.rmtree(run_dir, ignore_errors=True)
+            train_config = TrainConfig(
+                algorithm=algorithm,
+                env="dining",
+                philosophers=size,
+                num_envs=config.num_envs,
+                num_steps=config.num_steps,
+                num_updates=config.num_updates,
+                updates_per_chunk=10,
+                eval_interval=max(10, config.num_updates // 10 // 10 * 10),
+                num_seeds=config.num_seeds,
+                network=config.network,
+                ppo=config.ppo,
+                run_dir=str(run_dir),
+            )
+            summary = train(train_config, references=references)
+            results["runs"][name] = summary
+            shutil.copy(run_dir / "learning_curve.png", FIGURES_DIR / f"{name}.png")
+    config.out.parent.mkdir(parents=True, exist_ok=True)
+    config.out.write_text(to_json(results))
+    print(markdown_table(results))
+    print(f"wrote {config.out}")
+    return results
+
+
+def _interval(summary: dict) -> str:
+    return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
+
+
+def markdown_table(results: dict) -> str:
+    """Held-out returns: agents (CI across seeds) and scripted policies (CI over episodes)."""
+    lines = [
+        "| policy | N | held-out return, final | held-out return, best checkpoint |",
+        "| --- | --- | --- | --- |",
+    ]
+    references: dict[int, dict] = {}
+    for summary in results["runs"].values():
+        size = summary["env"]["num_philosophers"]
+        final = _interval(summary["final"]["return_across_seeds"])
+        best = _interval(summary["best"]["return_across_seeds"])
+        agent = f"{summary['algorithm'].upper()} ({summary['num_seeds']} seeds)"
+        lines.append(f"| {agent} | {size} | {final} | {best} |")
+        references.setdefault(size, summary["references"])
+    for size, policies in references.items():
+        for policy, summary in sorted(policies.items()):
+            lines.append(
+                f"| {policy} | {size} | {_interval(summary['episodes']['episode_return'])} | |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run(tyro.cli(MarlDiningConfig))
