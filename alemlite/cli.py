@@ -18,7 +18,11 @@ import tyro
 COMMANDS: dict[tuple[str, ...], str] = {
     ("demo",): "alemlite.demo:demo",
     ("eval", "dining"): "alemlite.eval_cli:eval_dining",
+    ("eval-llm",): "llm_bridge.cli:eval_llm",
+    ("compare",): "llm_bridge.cli:compare",
     ("bench", "dining"): "benchmarks.dining_throughput:run",
+    ("train",): "baselines.train:main",
+    ("render", "craft"): "alemlite.envs.craft.render_cli:render_craft",
 }
 
 

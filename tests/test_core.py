@@ -34,7 +34,7 @@ def test_vec_env_restarts_finished_episodes_and_keeps_the_final_observation(env)
     step = jax.jit(vec.step)
     # Env 0 terminates at once (both ADD); the others keep going.
     actions = jnp.array([[1, 1], [0, 1], [0, 0]])
-    obs, state, reward, done, info = step(jax.random.PRNGKey(1), state, actions, params)
+    obs, state, _, done, info = step(jax.random.PRNGKey(1), state, actions, params)
     np.testing.assert_array_equal(done, [True, False, False])
     np.testing.assert_array_equal(info["final_observation"][0, :, 1], [1, 1])  # ended on step 1
     np.testing.assert_array_equal(obs[0, :, 1], [0, 0])  # restarted: step 0 again
@@ -73,7 +73,9 @@ def test_batched_params_mix_settings_in_one_batch():
     vec = VecEnv(env, num_envs=2)
     params = env.default_params.replace(max_steps=jnp.array([1, 3], jnp.int32))
     _, state = vec.reset(jax.random.PRNGKey(0), params)
-    _, state, _, done, info = vec.step(jax.random.PRNGKey(1), state, jnp.zeros((2, 1), jnp.int32), params)
+    _, state, _, done, info = vec.step(
+        jax.random.PRNGKey(1), state, jnp.zeros((2, 1), jnp.int32), params
+    )
     np.testing.assert_array_equal(done, [True, False])
     np.testing.assert_array_equal(info["truncated"], [True, False])
 
@@ -100,5 +102,5 @@ def test_jaxmarl_adapter_speaks_dicts_and_restarts(env):
 
 
 def test_make_names_the_known_environments_on_a_typo():
-    with pytest.raises(ConfigError, match="unknown environment 'dinning'.*craft, dining"):
+    with pytest.raises(ConfigError, match=r"unknown environment 'dinning'.*craft, dining"):
         alemlite.make("dinning")

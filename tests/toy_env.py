@@ -56,7 +56,9 @@ class ToyEnv(Environment):
     def generate(self, key, params):
         offset = jax.random.randint(key, (), 1, 100)
         return ToyState(
-            counters=jnp.full((self._num_agents,), offset, jnp.int32), offset=offset, step=jnp.int32(0)
+            counters=jnp.full((self._num_agents,), offset, jnp.int32),
+            offset=offset,
+            step=jnp.int32(0),
         )
 
     def step(self, key, state, actions, params):

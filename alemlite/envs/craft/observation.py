@@ -1,0 +1,143 @@
+"""Per-agent observations: an egocentric one-hot window plus flat features.
+
+Window channels, in order: material (15, code 0 = outside the map), mob kind
+(zombie, skeleton, cow, arrow), teammate (standing, downed), darkness. The
+coordination layer appends its channels (task kind and quorum, construction) after
+these. Darkness is 1 - daylight on every tile of the window, and 1 while sleeping
+(Crafter blacks out a sleeper's view); it is computed for the window only.
+
+Flat features: stats / 9, inventory / 9, sleeping, facing (one-hot), role (one-hot),
+daylight, then for each teammate in order i+1, i+2, ... (mod P): its position
+relative to the agent (clipped to +-TEAMMATE_RANGE, divided by it), health / 9,
+downed, dead.
+
+Layouts: "flat" concatenates the flattened window and the features; "image" is
+(view_height, view_width, channels + features) with the features broadcast over
+the window, for convolutional networks.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.mobs import daylight
+from alemlite.envs.craft.state import CraftState
+from alemlite.envs.craft.tiles import read_tiles
+
+TEAMMATE_RANGE = 16
+WINDOW_CHANNELS = C.NUM_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
+TEAMMATE_FEATURES = 5
+OWN_FEATURES = len(C.STATS) + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + C.NUM_ROLES + 1
+
+
+def num_features(config: CraftConfig) -> int:
+    return OWN_FEATURES + TEAMMATE_FEATURES * (config.num_agents - 1)
+
+
+def observation_shape(config: CraftConfig) -> tuple[int, ...]:
+    height, width = config.view_height, config.view_width
+    if config.observation == "image":
+        return (height, width, WINDOW_CHANNELS + num_features(config))
+    return (height * width * WINDOW_CHANNELS + num_features(config),)
+
+
+def window_offsets(config: CraftConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column offsets of the view window around the agent."""
+    half_height, half_width = config.view_height // 2, config.view_width // 2
+    return np.arange(-half_height, half_height + 1), np.arange(-half_width, half_width + 1)
+
+
+def view_materials(config: CraftConfig, state: CraftState) -> jax.Array:
+    """Material codes in each agent's window `(P, H, W)` (OUT_OF_BOUNDS outside)."""
+    rows, cols = window_offsets(config)
+    position = state.agents.position
+    grid = jnp.stack(
+        jnp.broadcast_arrays(
+            position[:, 0, None, None] + rows[None, :, None],
+            position[:, 1, None, None] + cols[None, None, :],
+        ),
+        axis=-1,
+    )
+    return read_tiles(state.map, grid)
+
+
+def _entity_planes(config: CraftConfig, origin: jax.Array, position, present, channel, count):
+    """`(P, H, W, count)` indicator planes of entities at `position` in each window."""
+    rows, cols = window_offsets(config)
+    relative = position[None, :, :] - origin[:, None, :]  # (P, E, 2)
+    row_hit = relative[..., 0, None] == rows  # (P, E, H)
+    col_hit = relative[..., 1, None] == cols  # (P, E, W)
+    kind = (channel[:, None] == jnp.arange(count)) & present[..., None]  # (P?, E, count)
+    kind = jnp.broadcast_to(kind, (origin.shape[0], *kind.shape[-2:]))
+    return jnp.einsum(
+        "peh,pew,pek->phwk",
+        row_hit.astype(jnp.float32),
+        col_hit.astype(jnp.float32),
+        kind.astype(jnp.float32),
+    )
+
+
+def view_window(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
+    """One-hot window `(P, H, W, WINDOW_CHANNELS)` float32."""
+    agents, mobs, arrows = state.agents, state.mobs, state.arrows
+    origin = agents.position
+    material = jax.nn.one_hot(view_materials(config, state), C.NUM_MATERIALS)
+    mob_position = jnp.concatenate([mobs.position, arrows.position])
+    mob_kind = jnp.concatenate(
+        [jnp.asarray(config.mob_kinds()), jnp.full(arrows.alive.shape, C.ARROW)]
+    )
+    mob_present = jnp.concatenate([mobs.alive, arrows.alive])
+    mob_planes = _entity_planes(
+        config, origin, mob_position, mob_present, mob_kind, C.NUM_MOB_KINDS
+    )
+    others = ~jnp.eye(config.num_agents, dtype=bool) & (agents.status != C.DEAD)[None, :]
+    mate_planes = _entity_planes(
+        config, origin, agents.position, others, (agents.status == C.DOWNED).astype(jnp.int32), 2
+    )
+    light = daylight(state.step, params.day_length)
+    darkness = jnp.where(agents.sleeping, 1.0, 1.0 - light)
+    dark_plane = jnp.broadcast_to(darkness[:, None, None, None], (*material.shape[:3], 1))
+    return jnp.concatenate([material, mob_planes, mate_planes, dark_plane], axis=-1)
+
+
+def flat_features(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
+    """Per-agent feature vectors `(P, num_features)` float32."""
+    agents = state.agents
+    num_agents = config.num_agents
+    roles = jnp.arange(num_agents) % C.NUM_ROLES
+    light = daylight(state.step, params.day_length)
+    own = [
+        agents.stats / C.STAT_MAX,
+        agents.inventory / C.INVENTORY_MAX,
+        agents.sleeping[:, None],
+        jax.nn.one_hot(agents.facing, len(C.DIRECTIONS)),
+        jax.nn.one_hot(roles, C.NUM_ROLES),
+        jnp.broadcast_to(light, (num_agents, 1)),
+    ]
+    mates = (np.arange(num_agents)[:, None] + np.arange(1, num_agents)[None, :]) % num_agents
+    relative = agents.position[mates] - agents.position[:, None, :]
+    teammate = jnp.concatenate(
+        [
+            jnp.clip(relative, -TEAMMATE_RANGE, TEAMMATE_RANGE) / TEAMMATE_RANGE,
+            agents.stats[mates, C.HEALTH, None] / C.STAT_MAX,
+            (agents.status[mates] == C.DOWNED)[..., None],
+            (agents.status[mates] == C.DEAD)[..., None],
+        ],
+        axis=-1,
+    ).reshape(num_agents, -1)
+    return jnp.concatenate([*(part.astype(jnp.float32) for part in own), teammate], axis=1)
+
+
+def observe(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
+    window = view_window(config, state, params)
+    features = flat_features(config, state, params)
+    if config.observation == "image":
+        tiled = jnp.broadcast_to(
+            features[:, None, None, :], (*window.shape[:3], features.shape[-1])
+        )
+        return jnp.concatenate([window, tiled], axis=-1)
+    return jnp.concatenate([window.reshape(window.shape[0], -1), features], axis=1)

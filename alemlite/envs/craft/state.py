@@ -1,0 +1,119 @@
+"""The state of one Craft world: two byte grids and small fixed-size tables.
+
+Only the material grid and the per-tile task bytes scale with the map; everything
+that ticks (agents, mobs, arrows, plants, tasks, requests) lives in tables whose size
+is fixed by `CraftConfig`, so a step never sweeps the map.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.config import CraftConfig
+
+
+@struct.dataclass
+class AgentState:
+    position: jax.Array  # (P, 2) int32, (row, col)
+    facing: jax.Array  # (P,) int32, index into DIRECTIONS
+    stats: jax.Array  # (P, 4) int32: health, food, drink, energy in 0..9
+    counters: jax.Array  # (P, 4) int32: hunger, thirst, fatigue, recover in half units
+    inventory: jax.Array  # (P, 12) int32 in 0..9
+    sleeping: jax.Array  # (P,) bool
+    status: jax.Array  # (P,) int32: ALIVE, DOWNED or DEAD
+    downed_timer: jax.Array  # (P,) int32, steps left to be revived
+    achievements: jax.Array  # (P, 22) bool, unlocked this episode
+
+
+@struct.dataclass
+class MobState:
+    """Zombies, skeletons and cows; a slot's kind is fixed by `CraftConfig.mob_kinds`."""
+
+    position: jax.Array  # (N, 2) int32
+    health: jax.Array  # (N,) int32
+    alive: jax.Array  # (N,) bool
+    cooldown: jax.Array  # (N,) int32: zombie attack cooldown, skeleton reload
+
+
+@struct.dataclass
+class ArrowState:
+    position: jax.Array  # (A, 2) int32
+    direction: jax.Array  # (A,) int32, index into DIRECTIONS
+    alive: jax.Array  # (A,) bool
+
+
+@struct.dataclass
+class PlantState:
+    """Growth timers of placed saplings; the map holds SAPLING or RIPE_PLANT there."""
+
+    position: jax.Array  # (K, 2) int32
+    grown: jax.Array  # (K,) int32, steps since planted or last eaten
+    alive: jax.Array  # (K,) bool
+
+
+@struct.dataclass
+class CoordinationState:
+    """Room for the coordination layer; all zero while it is switched off.
+
+    `tile_task` holds one byte per tile (task kind and quorum); pending handovers and
+    tasks tick in the task table, trade requests and messages in per-agent slots.
+    """
+
+    tile_task: jax.Array  # (S, S) uint8
+    task_position: jax.Array  # (T, 2) int16
+    task_timer: jax.Array  # (T,) int16
+    task_starter: jax.Array  # (T,) int8, -1 when empty
+    request_item: jax.Array  # (P,) int8, -1 when no open request
+    request_timer: jax.Array  # (P,) int16
+    last_message: jax.Array  # (P,) int8, -1 when silent
+
+
+@struct.dataclass
+class CraftState:
+    map: jax.Array  # (S, S) uint8 material codes
+    agents: AgentState
+    mobs: MobState
+    arrows: ArrowState
+    plants: PlantState
+    coordination: CoordinationState
+    step: jax.Array  # () int32, steps taken in this episode
+    grass_tiles: jax.Array  # () int32, grass count at generation (spawn targets)
+    path_tiles: jax.Array  # () int32, path count at generation (skeleton targets)
+
+
+def empty_coordination(config: CraftConfig) -> CoordinationState:
+    size, slots, agents = config.map_size, config.task_slots, config.num_agents
+    return CoordinationState(
+        tile_task=jnp.zeros((size, size), jnp.uint8),
+        task_position=jnp.zeros((slots, 2), jnp.int16),
+        task_timer=jnp.zeros((slots,), jnp.int16),
+        task_starter=jnp.full((slots,), -1, jnp.int8),
+        request_item=jnp.full((agents,), -1, jnp.int8),
+        request_timer=jnp.zeros((agents,), jnp.int16),
+        last_message=jnp.full((agents,), -1, jnp.int8),
+    )
+
+
+def fresh_agents(position: jax.Array) -> AgentState:
+    """Agents at `position` with Crafter's starting stats, facing down."""
+    num_agents = position.shape[0]
+    return AgentState(
+        position=position.astype(jnp.int32),
+        facing=jnp.full((num_agents,), 3, jnp.int32),
+        stats=jnp.full((num_agents, len(C.STATS)), C.STAT_MAX, jnp.int32),
+        counters=jnp.zeros((num_agents, len(C.COUNTERS)), jnp.int32),
+        inventory=jnp.zeros((num_agents, C.NUM_ITEMS), jnp.int32),
+        sleeping=jnp.zeros((num_agents,), bool),
+        status=jnp.full((num_agents,), C.ALIVE, jnp.int32),
+        downed_timer=jnp.zeros((num_agents,), jnp.int32),
+        achievements=jnp.zeros((num_agents, C.NUM_ACHIEVEMENTS), bool),
+    )
+
+
+def state_nbytes(state: CraftState) -> int:
+    """Bytes held by one environment's state."""
+    return int(sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(state)))

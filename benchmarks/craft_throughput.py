@@ -1,0 +1,287 @@
+"""Craft throughput: environment and agent steps per second over a sweep of batch sizes.
+
+Times `VecEnv` with auto-reset from a pool of pre-generated worlds, driven by hashed
+actions of (step, env, agent) (env only) and by a `jax.random` uniform policy. Where
+peer virtual environments are given, the same run times `craftax` Classic symbolic
+(with and without auto-reset) and `alem-env` (`step` and `step_env`) at the same
+batch sizes, alternating with alemlite, and prints the ratios. Writes
+`benchmarks/results/craft_throughput_<platform>.json` and a plot beside it.
+
+    python -m benchmarks.craft_throughput --max-log2-envs 12
+    python -m benchmarks.craft_throughput --craftax-python /tmp/peer-craftax/bin/python \\
+        --alem-python /tmp/peer-alem/bin/python
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+import tyro
+from tqdm import tqdm
+
+import alemlite
+from alemlite.core import VecEnv
+from alemlite.envs.craft.state import state_nbytes
+from benchmarks.harness import RESULTS_DIR, hash_actions, time_compiled, write_results
+
+PEERS_DIR = Path(__file__).resolve().parent / "peers"
+PEER_SETUP = {
+    "craftax": (
+        "python -m venv /tmp/peer-craftax && /tmp/peer-craftax/bin/pip install craftax==1.6.1"
+    ),
+    "alem": "python -m venv /tmp/peer-alem && /tmp/peer-alem/bin/pip install alem-env==0.2.1",
+}
+PLOT_LABELS = {"hashed": "env only (hashed actions)", "uniform_random": "random policy"}
+
+
+@dataclass(frozen=True)
+class CraftBenchConfig:
+    """Measure Craft throughput (JSON + plot under benchmarks/results/)."""
+
+    num_agents: int = 3
+    map_size: int = 48
+    min_log2_envs: int = 0
+    max_log2_envs: int = 12
+    """sweep num_envs = 2**min .. 2**max"""
+    steps_per_call: int = 64
+    repeats: int = 5
+    pool_size: int = 64
+    """pre-generated worlds (capped at num_envs)"""
+    refresh_per_step: int = 1
+    craftax_python: Path | None = None
+    """python of a virtual environment with craftax==1.6.1 (None: skip the peer)"""
+    alem_python: Path | None = None
+    """python of a virtual environment with alem-env==0.2.1 (None: skip the peer)"""
+    peer_envs: tuple[int, ...] = (64,)
+    """batch sizes at which peers are timed, alternating with alemlite"""
+    map_size_check: tuple[int, ...] = (16, 48, 128)
+    """map sizes at which `step` alone (no reset) is timed, to show it ignores the map"""
+    map_size_check_envs: int = 512
+    out_dir: Path = RESULTS_DIR
+
+
+def _rollout(env, num_envs: int, config: CraftBenchConfig, random_policy: bool):
+    pool_size = min(config.pool_size, num_envs)
+    vec = VecEnv(env, num_envs, pool_size=pool_size, refresh_per_step=config.refresh_per_step)
+    params = env.default_params
+
+    def run(key):
+        _, state = vec.reset(key, params)
+
+        def one_step(carry, step):
+            state, key = carry
+            key, env_key, policy_key = jax.random.split(key, 3)
+            if random_policy:
+                actions = jax.random.randint(
+                    policy_key, (num_envs, env.num_agents), 0, env.num_actions
+                )
+            else:
+                actions = hash_actions(step, num_envs, env.num_agents, env.num_actions)
+            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
+            return (state, key), reward.sum()
+
+        (_, _), rewards = jax.lax.scan(one_step, (state, key), jnp.arange(config.steps_per_call))
+        return rewards.sum()
+
+    return run
+
+
+def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: bool) -> dict:
+    rollout = _rollout(env, num_envs, config, random_policy)
+    timing = time_compiled(rollout, jax.random.PRNGKey(0), repeats=config.repeats)
+    env_steps = num_envs * config.steps_per_call / timing.median_s
+    return {
+        "num_envs": num_envs,
+        "policy": "uniform_random" if random_policy else "hashed",
+        "env_steps_per_s": env_steps,
+        "agent_steps_per_s": env_steps * env.num_agents,
+        "env_steps_per_s_min": num_envs * config.steps_per_call / timing.max_s,
+        "env_steps_per_s_max": num_envs * config.steps_per_call / timing.min_s,
+        "timing": asdict(timing),
+    }
+
+
+def _time_step_only(map_size: int, config: CraftBenchConfig) -> dict:
+    """`step` without any reset, from pre-generated states: its cost should not grow with S."""
+    env = alemlite.make("craft", num_agents=config.num_agents, map_size=map_size)
+    params, num_envs = env.default_params, config.map_size_check_envs
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+    _, start = reset(jax.random.split(jax.random.PRNGKey(0), num_envs), params)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def run(state, key):
+        def one_step(carry, t):
+            state, key = carry
+            key, step_key = jax.random.split(key)
+            actions = hash_actions(t, num_envs, env.num_agents, env.num_actions)
+            obs, state, reward, _, _ = step(
+                jax.random.split(step_key, num_envs), state, actions, params
+            )
+            return (state, key), reward.sum() + obs[..., 0].sum()
+
+        _, totals = jax.lax.scan(one_step, (state, key), jnp.arange(config.steps_per_call))
+        return totals.sum()
+
+    timing = time_compiled(run, start, jax.random.PRNGKey(1), repeats=config.repeats)
+    return {
+        "map_size": map_size,
+        "num_envs": num_envs,
+        "env_steps_per_s": num_envs * config.steps_per_call / timing.median_s,
+        "timing": asdict(timing),
+    }
+
+
+def _time_peer(name: str, python: Path, num_envs: int, config: CraftBenchConfig) -> list[dict]:
+    """Run `benchmarks/peers/<name>_peer.py` in its own interpreter; one row per mode."""
+    command = [
+        str(python),
+        str(PEERS_DIR / f"{name}_peer.py"),
+        "--num-envs",
+        str(num_envs),
+        "--steps",
+        str(config.steps_per_call),
+        "--repeats",
+        str(config.repeats),
+        "--num-agents",
+        str(config.num_agents),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        print(f"{name} peer failed at {num_envs} envs:\n{result.stderr[-2000:]}")
+        return [{"peer": name, "num_envs": num_envs, "error": result.stderr[-2000:]}]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
+    peers = {}
+    for name, python in (("craftax", config.craftax_python), ("alem", config.alem_python)):
+        if python is not None and Path(python).exists():
+            peers[name] = Path(python)
+        else:
+            where = "not given" if python is None else f"missing at {python}"
+            print(
+                f"{name} peer {where}: timing alemlite only. Create it with:\n"
+                f"  {PEER_SETUP[name]}\nand pass --{name}-python <venv>/bin/python"
+            )
+    return peers
+
+
+def run(config: CraftBenchConfig) -> dict:
+    """Sweep Craft throughput; time peers side by side where their venvs are given."""
+    env = alemlite.make("craft", num_agents=config.num_agents, map_size=config.map_size)
+    state = jax.jit(env.generate)(jax.random.PRNGKey(0), env.default_params)
+    sizes = [2**power for power in range(config.min_log2_envs, config.max_log2_envs + 1)]
+    sweep = []
+    for num_envs in tqdm(sizes, desc="craft sweep"):
+        for random_policy in (False, True):
+            sweep.append(_time_alemlite(env, num_envs, config, random_policy))
+
+    step_only = [_time_step_only(size, config) for size in config.map_size_check]
+    for row in step_only:
+        print(
+            f"step only, {row['map_size']:>3}x{row['map_size']:<3} map: "
+            f"{row['env_steps_per_s']:.3e} env steps/s at {row['num_envs']} envs"
+        )
+
+    peers = _available_peers(config)
+    side_by_side = []
+    for num_envs in config.peer_envs if peers else ():
+        ours = _time_alemlite(env, num_envs, config, random_policy=False)
+        for name, python in peers.items():
+            for row in _time_peer(name, python, num_envs, config):
+                if "env_steps_per_s" in row:
+                    row["alemlite_env_steps_per_s"] = ours["env_steps_per_s"]
+                    row["ratio"] = ours["env_steps_per_s"] / row["env_steps_per_s"]
+                    print(
+                        f"{num_envs:>6} envs  {name} {row['mode']:<12} "
+                        f"{row['env_steps_per_s']:>12.0f} env steps/s  "
+                        f"alemlite {ours['env_steps_per_s']:>12.0f}  ratio {row['ratio']:.0f}x"
+                    )
+                side_by_side.append(row)
+
+    best = {}
+    for policy in ("hashed", "uniform_random"):
+        top = max((r for r in sweep if r["policy"] == policy), key=lambda r: r["env_steps_per_s"])
+        best[policy] = {
+            key: top[key] for key in ("num_envs", "env_steps_per_s", "agent_steps_per_s")
+        }
+    compile_s = [r["timing"]["compile_s"] for r in sweep]
+    payload = {
+        "config": {
+            **asdict(config),
+            "out_dir": str(config.out_dir),
+            "craftax_python": str(config.craftax_python),
+            "alem_python": str(config.alem_python),
+        },
+        "state_bytes_per_env": state_nbytes(state),
+        "compile_s": {
+            "min": min(compile_s),
+            "median": float(np.median(compile_s)),
+            "max": max(compile_s),
+        },
+        "sweep": sweep,
+        "step_only_by_map_size": step_only,
+        "peers": side_by_side,
+        "best": best,
+    }
+    path = write_results("craft_throughput", payload, config.out_dir)
+    plot_path = _plot(sweep, side_by_side, path.with_suffix(".png"), config)
+    for policy, entry in best.items():
+        print(
+            f"{PLOT_LABELS[policy]:>26}: {entry['env_steps_per_s']:.3e} env steps/s, "
+            f"{entry['agent_steps_per_s']:.3e} agent steps/s at {entry['num_envs']} envs"
+        )
+    print(
+        f"state {payload['state_bytes_per_env']} bytes per env; compile "
+        f"{payload['compile_s']['median']:.1f} s (median over the sweep)"
+    )
+    print(f"wrote {path} and {plot_path}")
+    return payload
+
+
+def _plot(sweep: list[dict], peers: list[dict], path: Path, config: CraftBenchConfig) -> Path:
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for policy, style in (("hashed", "-"), ("uniform_random", "--")):
+        rows = [r for r in sweep if r["policy"] == policy]
+        axis.plot(
+            [r["num_envs"] for r in rows],
+            [r["agent_steps_per_s"] for r in rows],
+            style,
+            marker="o",
+            markersize=3,
+            label=f"alemlite, {PLOT_LABELS[policy]}",
+        )
+    for key in sorted({(r["peer"], r["mode"]) for r in peers if "mode" in r}):
+        rows = [r for r in peers if (r.get("peer"), r.get("mode")) == key]
+        axis.plot(
+            [r["num_envs"] for r in rows],
+            [r["env_steps_per_s"] * r.get("num_agents", 1) for r in rows],
+            ":",
+            marker="s",
+            markersize=4,
+            label=f"{key[0]} {key[1]}",
+        )
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("parallel environments")
+    axis.set_ylabel("agent steps / s")
+    axis.set_title(
+        f"Craft throughput, P={config.num_agents}, {config.map_size}x{config.map_size}, auto-reset"
+    )
+    axis.legend(fontsize=7)
+    axis.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+if __name__ == "__main__":
+    run(tyro.cli(CraftBenchConfig))

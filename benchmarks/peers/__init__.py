@@ -1,0 +1,1 @@
+"""Peer timing scripts, run by `benchmarks/craft_throughput.py` inside each peer's own venv."""
