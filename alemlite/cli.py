@@ -18,9 +18,13 @@ import tyro
 COMMANDS: dict[tuple[str, ...], str] = {
     ("demo",): "alemlite.demo:demo",
     ("eval", "dining"): "alemlite.eval_cli:eval_dining",
+    ("eval", "craft"): "alemlite.eval_cli:eval_craft",
     ("eval-llm",): "llm_bridge.cli:eval_llm",
     ("compare",): "llm_bridge.cli:compare",
     ("bench", "dining"): "benchmarks.dining_throughput:run",
+    ("bench", "craft"): "benchmarks.craft_throughput:run",
+    ("bench", "prompts"): "benchmarks.prompt_throughput:run",
+    ("bench", "training"): "benchmarks.training_speed:main",
     ("train",): "baselines.train:main",
     ("render", "craft"): "alemlite.envs.craft.render_cli:render_craft",
 }

@@ -24,6 +24,7 @@ class DemoConfig:
     out: Path = Path("runs/demo")
     episodes: int = 300
     philosophers: int = 5
+    train_updates: int = 80
 
 
 def _policy_table(config: DemoConfig) -> str:
@@ -67,4 +68,23 @@ def demo(config: DemoConfig) -> None:
 
     print("\n== Dining throughput, a small sweep (the full one: make bench)")
     bench_dining(DiningBenchConfig(table_sizes=(5,), max_log2_envs=12, out_dir=config.out))
+    from baselines.common.config import TrainConfig
+    from baselines.train import main as train
+
+    print(f"\n== IPPO on dining N={config.philosophers}: a short run that learns")
+    train(
+        TrainConfig(
+            algorithm="ippo",
+            philosophers=config.philosophers,
+            num_updates=config.train_updates,
+            num_seeds=2,
+            eval_interval=max(1, config.train_updates // 4),
+            run_dir=str(config.out / "ippo-dining"),
+        )
+    )
+
+    from alemlite.envs.craft.render_cli import RenderCraftConfig, render_craft
+
+    print("\n== Craft: a scripted team of three on a 32x32 map")
+    render_craft(RenderCraftConfig(seed=1, out=config.out / "craft_episode.gif"))
     print(f"\nAll demo results are under {config.out.resolve()}")

@@ -7,26 +7,26 @@ built. The figure counts both the transfer and the text building, as the runner
 does each step.
 
     python -m benchmarks.prompt_throughput [--dining-tables 2048] [--craft-worlds 256]
+    alemlite bench prompts
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import tyro
 
 import alemlite
+from benchmarks.harness import RESULTS_DIR, write_results
 from llm_bridge.render.base import PromptOptions
 from llm_bridge.render.craft import CraftRenderer
 from llm_bridge.render.dining import DiningRenderer
 
-RESULTS = Path(__file__).parent / "results" / "prompt_throughput.json"
 MESSAGE = "I will wait for you to eat first, then take the fork on my left."
 
 
@@ -77,40 +77,40 @@ def measure(env, renderer, options: PromptOptions, num_envs: int, repeats: int) 
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dining-tables", type=int, default=2048)
-    parser.add_argument("--philosophers", type=int, default=5)
-    parser.add_argument("--craft-worlds", type=int, default=256)
-    parser.add_argument("--craft-agents", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
-    dining = alemlite.make("dining", num_philosophers=args.philosophers)
-    craft = alemlite.make("craft", num_agents=args.craft_agents)
+@dataclass(frozen=True)
+class PromptBenchConfig:
+    """Measure prompts per second serialised from a batch (JSON under benchmarks/results/)."""
+
+    dining_tables: int = 2048
+    philosophers: int = 5
+    craft_worlds: int = 256
+    craft_agents: int = 3
+    repeats: int = 10
+    out_dir: Path = RESULTS_DIR
+
+
+def run(config: PromptBenchConfig) -> dict:
+    """Time the batched dining and Craft serialisers, transfer included."""
+    dining = alemlite.make("dining", num_philosophers=config.philosophers)
+    craft = alemlite.make("craft", num_agents=config.craft_agents)
     dining_renderer, craft_renderer = DiningRenderer.for_env(dining), CraftRenderer(craft)
     results = [
-        measure(dining, dining_renderer, PromptOptions(), args.dining_tables, args.repeats),
+        measure(dining, dining_renderer, PromptOptions(), config.dining_tables, config.repeats),
         measure(
             craft, craft_renderer, PromptOptions(variant="collaborative"),
-            args.craft_worlds, args.repeats,
+            config.craft_worlds, config.repeats,
         ),
     ]  # fmt: skip
-    body = {
-        "benchmark": "prompt_throughput",
-        "results": results,
-        "machine": f"{platform.machine()}, {jax.devices()[0].platform}",
-        "python": platform.python_version(),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(body, indent=2) + "\n")
+    payload = {"config": {**config.__dict__, "out_dir": str(config.out_dir)}, "results": results}
+    path = write_results("prompt_throughput", payload, config.out_dir)
     for result in results:
         print(
             f"{result['env']}: {result['prompts_per_s_median']:,.0f} prompts/s (median of "
             f"{result['repeats']}; {result['prompts_per_batch']} prompts per batch)"
         )
-    print(f"-> {args.out}")
+    print(f"wrote {path}")
+    return payload
 
 
 if __name__ == "__main__":
-    main()
+    run(tyro.cli(PromptBenchConfig))
