@@ -109,7 +109,7 @@ class GRPO:
         ppo = self.config.ppo
         key, rollout_key, epoch_key = jax.random.split(runner.key, 3)
         rollout, batch, statistics = self.group_rollout(
-            runner.params["actor"], runner.rollout, rollout_key
+            runner.params["actor"], runner.rollout, rollout_key, runner.env_params
         )
         actor_params, opt_state, diagnostics = minibatch_epochs(
             epoch_key,
@@ -127,32 +127,40 @@ class GRPO:
             rollout=rollout,
             key=key,
             update_step=runner.update_step + 1,
+            env_params=runner.env_params,
         )
         return runner, {**diagnostics, **statistics}
 
     def group_rollout(
-        self, actor_params, rollout: RolloutState, key: jax.Array
+        self, actor_params, rollout: RolloutState, key: jax.Array, env_params: Any = None
     ) -> tuple[RolloutState, dict[str, Any], dict[str, jax.Array]]:
         """Fresh grouped episodes, played for `num_steps`; returns an environment-major batch.
 
         The batch holds the transitions, group advantages `(E, N)`, loss weights
         `(E, T, N)` (seats in play during the first episode) and the actor's start state.
+        Per-table `env_params` (a curriculum's) must agree within each group.
         """
         group_size, num_envs = self.group.group_size, self.config.num_envs
+        env_params = self.env_params if env_params is None else env_params
+        start_params = jax.tree.map(  # one entry per group for the start states
+            lambda leaf, axis: leaf if axis is None else leaf[::group_size],
+            env_params,
+            self.vec_env.params_axes(env_params),
+        )
         start_key, collect_key = jax.random.split(key)
-        observation, start = self.start_env.reset(start_key, self.env_params)
+        observation, start = self.start_env.reset(start_key, start_params)
         env_state = rollout.env_state.replace(env_state=tile_groups(start.env_state, group_size))
         view = rollouts.agent_view(
             self.vec_env,
             env_state,
             tile_groups(observation, group_size),
-            self.env_params,
+            env_params,
             jnp.ones((num_envs,), bool),
         )
         start_hidden = self.actor.initial_hidden(num_envs)
         rollout, transitions = rollouts.collect(
             self.vec_env,
-            self.env_params,
+            env_params,
             self._act,
             self._no_bootstrap,
             actor_params,

@@ -111,9 +111,10 @@ class IPPO:
         ppo = self.config.ppo
         key, rollout_key, epoch_key = jax.random.split(runner.key, 3)
         start_hidden = runner.rollout.hidden
+        env_params = self.env_params if runner.env_params is None else runner.env_params
         rollout, transitions = rollouts.collect(
             self.vec_env,
-            self.env_params,
+            env_params,
             self._act,
             self._bootstrap,
             runner.params,
@@ -156,6 +157,7 @@ class IPPO:
             rollout=rollout,
             key=key,
             update_step=runner.update_step + 1,
+            env_params=runner.env_params,
         )
         return runner, {**diagnostics, **rollouts.episode_statistics(transitions)}
 

@@ -61,7 +61,9 @@ class TeamTR(GRPO):
             actor_params, opt_state, rollout = carry
             seat, stage_key = inputs
             rollout_key, epoch_key = jax.random.split(stage_key)
-            rollout, batch, statistics = self.group_rollout(actor_params, rollout, rollout_key)
+            rollout, batch, statistics = self.group_rollout(
+                actor_params, rollout, rollout_key, runner.env_params
+            )
             batch = {**batch, "weights": seat_weights(batch["weights"], seat)}
             actor_params, opt_state, metrics = self.seat_update(
                 actor_params, opt_state, batch, epoch_key, reference
@@ -87,6 +89,7 @@ class TeamTR(GRPO):
             rollout=rollout,
             key=key,
             update_step=runner.update_step + 1,
+            env_params=runner.env_params,
         )
         return runner, metrics
 

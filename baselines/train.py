@@ -28,6 +28,8 @@ def main(config: TrainConfig) -> None:
     """Train IPPO or MAPPO on a jitted environment; report final and best held-out returns."""
     summary = train(config, references=reference_policies(config.env))
     rows = [("final", summary["final"]), ("best", summary["best"])]
+    for size, results in summary.get("curriculum", {}).get("per_size", {}).items():
+        rows += [(f"{name}, N = {size}", results[name]) for name in ("final", "best")]
     rows += sorted(summary["references"].items())
     print(f"\nheld-out return, {summary['test_episodes']} test episodes per seed (95% CI):")
     for name, result in rows:

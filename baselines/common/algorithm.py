@@ -27,6 +27,9 @@ class Runner:
     rollout: RolloutState
     key: jax.Array
     update_step: jax.Array  # () int32, updates done so far
+    # Per-table env params of a curriculum (dynamic, so a new stage reuses the compiled
+    # update); None: the algorithm's own `env_params`.
+    env_params: Any = None
 
 
 class Algorithm(Protocol):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import tyro
 
 from alemlite.core.errors import require
+from baselines.common.curriculum import CurriculumConfig
 from baselines.common.group import GroupConfig
 
 # algorithm name -> "module:Class" implementing `baselines.common.algorithm.Algorithm`
@@ -91,6 +92,9 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     group: GroupConfig = field(default_factory=GroupConfig)
     """grpo, srpo, teamtr: group size, compared returns, KL penalty and budget."""
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    """dining: train across table sizes (`--curriculum.sizes 5 10 15`); replaces
+    `--philosophers`."""
 
     num_envs: int = 64
     """Parallel environments per seed (sharded over devices)."""
@@ -151,12 +155,20 @@ class TrainConfig:
         )
         require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
+        require(
+            not self.curriculum.enabled or self.env == "dining",
+            f"curriculum.sizes={list(self.curriculum.sizes)} needs env='dining' (tables of "
+            "several sizes); drop --curriculum.sizes for other environments",
+        )
 
     @property
     def output_dir(self) -> Path:
         if self.run_dir:
             return Path(self.run_dir)
-        size = self.philosophers if self.env == "dining" else self.agents
+        if self.curriculum.enabled:
+            size = "-".join(map(str, self.curriculum.sizes))
+        else:
+            size = self.philosophers if self.env == "dining" else self.agents
         return Path("runs") / f"{self.algorithm}-{self.env}-{size}"
 
     @property
@@ -167,7 +179,15 @@ class TrainConfig:
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `alemlite.make(self.env, ...)`: the chosen environment's fields."""
-        if self.env == "dining":
+        if self.env == "dining" and self.curriculum.enabled:
+            # The largest table fixes the shapes (and the default params: the target size).
+            largest = max(self.curriculum.sizes)
+            kwargs = {
+                "num_philosophers": largest,
+                "max_philosophers": largest,
+                "reward": self.reward,
+            }
+        elif self.env == "dining":
             kwargs = {"num_philosophers": self.philosophers, "reward": self.reward}
         else:
             kwargs = {"map_size": self.map_size, "num_agents": self.agents}
@@ -185,6 +205,7 @@ class TrainConfig:
                 "network": NetworkConfig(**values["network"]),
                 "ppo": PPOConfig(**values["ppo"]),
                 "group": GroupConfig(**values.get("group", {})),
+                "curriculum": CurriculumConfig(**values.get("curriculum", {})),
             }
         )
 

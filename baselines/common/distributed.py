@@ -66,4 +66,8 @@ def runner_shardings(mesh: Mesh, runner: Runner) -> Runner:
         ),
         key=everywhere,
         update_step=everywhere,
+        # Per-table leaves `(S, E)` follow their environments; shared ones are replicated.
+        env_params=jax.tree.map(
+            lambda leaf: by_env if len(leaf.shape) >= 2 else everywhere, runner.env_params
+        ),
     )

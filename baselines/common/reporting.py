@@ -122,14 +122,24 @@ def plot_learning_curve(
         axis.fill_between(steps, low, high, alpha=0.25)
     if evals:
         steps = [r["agent_steps"] for r in evals]
-        axis.plot(steps, [np.mean(r["validation_return"]) for r in evals], "o-", label="validation")
+        curriculum = "stage_validation_return" in evals[0]
+        label = "validation at the largest size" if curriculum else "validation"
+        axis.plot(steps, [np.mean(r["validation_return"]) for r in evals], "o-", label=label)
+        if curriculum:
+            axis.plot(
+                steps,
+                [np.mean(r["stage_validation_return"]) for r in evals],
+                "s:",
+                label="validation at the stage's size",
+            )
+    _mark_curriculum_stages(axis, train)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for index, (name, value) in enumerate(sorted(references.items())):
         axis.axhline(
             value,
             linestyle="--",
             linewidth=1,
-            color=colours[(index + 2) % len(colours)],
+            color=colours[(index + 3) % len(colours)],
             label=name,
         )
     axis.set_xlabel("agent steps (per seed)")
@@ -139,3 +149,25 @@ def plot_learning_curve(
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def _mark_curriculum_stages(axis, train: list[dict[str, Any]]) -> None:
+    """The table size of each curriculum stage, with a dotted line where it began."""
+    previous_size, previous_steps = None, 0
+    for record in train:
+        size = record.get("curriculum/size")
+        if size is not None and size != previous_size:
+            where = (0, 0)  # the first stage: at the left edge
+            if previous_size is not None:
+                axis.axvline(previous_steps, color="grey", linestyle=":", linewidth=1)
+                where = (previous_steps, 0)
+            axis.annotate(
+                f"N={size}",
+                where,
+                xycoords=("data" if previous_size else "axes fraction", "axes fraction"),
+                fontsize=7,
+                xytext=(2, 3),
+                textcoords="offset points",
+            )
+            previous_size = size
+        previous_steps = record["agent_steps"]

@@ -27,7 +27,7 @@ import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
 from alemlite.evaluation import Policy, evaluate
-from baselines.common import distributed
+from baselines.common import curriculum, distributed
 from baselines.common.algorithm import Algorithm, Runner
 from baselines.common.checkpoints import RunCheckpoints, export_policy
 from baselines.common.config import ALGORITHMS, TrainConfig
@@ -81,6 +81,10 @@ class CompiledProgram:
     run_chunk: Any  # Runner -> (Runner, metrics (updates_per_chunk, S))
     evaluator: SeedEvaluator
     abstract_runner: Any  # shapes, dtypes and shardings of the Runner
+    # Curriculum only: (Runner, per-seed table params) -> Runner on fresh tables, and an
+    # evaluator per table size (the largest is `evaluator`, whose params are the defaults).
+    restart: Any = None
+    size_evaluators: Mapping[int, SeedEvaluator] | None = None
 
 
 _PROGRAMS: dict[Any, CompiledProgram] = {}
@@ -98,11 +102,40 @@ def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
     algorithm = build_algorithm(config, env)
     mesh = distributed.data_mesh(config.num_envs)
     seed_keys = jax.ShapeDtypeStruct((config.num_seeds, 2), jnp.uint32)
+    init_one = algorithm.init
+    if config.curriculum.enabled:
+        first_tables = stage_tables(config, env, algorithm, 0)
+
+        def init_one(key):
+            return curriculum.restart_tables(algorithm, algorithm.init(key), first_tables)
+
     # Seeds are initialised one after another (`lax.map`): the vmapped form of some inits
     # (MAPPO on dining N = 15, several seeds) compiles to a program that hangs on XLA:CPU.
-    init_seeds = functools.partial(jax.lax.map, algorithm.init)
+    init_seeds = functools.partial(jax.lax.map, init_one)
     abstract_runner = jax.eval_shape(init_seeds, seed_keys)
     shardings = distributed.runner_shardings(mesh, abstract_runner)
+    evaluator = SeedEvaluator(env, algorithm.actor, batch_size=config.eval_episodes)
+    curriculum_parts = {}
+    if config.curriculum.enabled:
+        curriculum_parts = {
+            "restart": jax.jit(
+                jax.vmap(functools.partial(curriculum.restart_tables, algorithm)),
+                in_shardings=(shardings, shardings.env_params),
+                out_shardings=shardings,
+                donate_argnums=0,
+            ),
+            "size_evaluators": {
+                size: evaluator
+                if size == env.num_agents
+                else SeedEvaluator(
+                    env,
+                    algorithm.actor,
+                    env.make_params(num_philosophers=size),
+                    batch_size=config.eval_episodes,
+                )
+                for size in config.curriculum.sizes
+            },
+        }
     program = CompiledProgram(
         algorithm=algorithm,
         init=jax.jit(init_seeds, out_shardings=shardings),
@@ -112,12 +145,20 @@ def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
             out_shardings=(shardings, distributed.replicated(mesh)),
             donate_argnums=0,
         ),
-        evaluator=SeedEvaluator(env, algorithm.actor, batch_size=config.eval_episodes),
+        evaluator=evaluator,
         abstract_runner=_with_shardings(abstract_runner, shardings),
+        **curriculum_parts,
     )
     if cache_key is not None:
         _PROGRAMS[cache_key] = program
     return program
+
+
+def stage_tables(config: TrainConfig, env: Environment, algorithm: Algorithm, stage: int):
+    """One seed's per-table env params at curriculum `stage` (groups share a table size)."""
+    group = getattr(algorithm, "group", None)
+    group_size = group.group_size if group is not None else 1
+    return curriculum.table_params(env, config.curriculum, stage, config.num_envs, group_size)
 
 
 def evaluate_references(
@@ -168,10 +209,13 @@ def train(
         validation_return=jnp.full((config.num_seeds,), -jnp.inf),
         update=jnp.full((config.num_seeds,), -1, jnp.int32),
     )
+    tracker = curriculum.StageTracker.start() if config.curriculum.enabled else None
     if config.resume:
         abstract_state = {"runner": program.abstract_runner, "best": jax.eval_shape(lambda: best)}
+        if tracker is not None:
+            abstract_state["curriculum"] = jax.eval_shape(lambda: tracker)
         state, _ = checkpoints.restore(update, abstract_state)
-        runner, best = state["runner"], state["best"]
+        runner, best, tracker = state["runner"], state["best"], state.get("curriculum")
         if is_main:
             log.truncate_after(update)
     elif is_main:
@@ -203,6 +247,12 @@ def train(
         runner, metrics = program.run_chunk(runner)
         metrics = jax.device_get(metrics)
         records = train_records(metrics, update, agent_steps_per_update)
+        if tracker is not None:  # the stage this chunk trained at
+            stage = int(tracker.stage)
+            for record in records:
+                record.update(
+                    {"curriculum/stage": stage, "curriculum/size": config.curriculum.sizes[stage]}
+                )
         update += config.updates_per_chunk
         progress.update(config.updates_per_chunk)
         progress.set_postfix(episode_return=records[-1]["episode/return"])
@@ -212,20 +262,25 @@ def train(
             )
             validation_return = validation["episode_return"].mean(axis=1)
             best = _keep_best(best, runner.params["actor"], validation_return, update)
+            eval_record = {
+                "kind": "eval",
+                "update": update,
+                "agent_steps": update * agent_steps_per_update,
+                "validation_return": validation_return,
+                "best_validation_return": np.asarray(best.validation_return),
+            }
+            state = {"best": best}
+            if tracker is not None:  # may advance: the checkpoint holds the next stage's tables
+                tracker, runner, stage_record = _curriculum_checkpoint(
+                    config, env, program, tracker, runner, validation_return
+                )
+                eval_record.update(stage_record)
+                state["curriculum"] = tracker
+            state["runner"] = runner
             checkpoints.save(
-                update,
-                {"runner": runner, "best": best},
-                {"update": update, "validation_return": validation_return.tolist()},
+                update, state, {"update": update, "validation_return": validation_return.tolist()}
             )
-            records.append(
-                {
-                    "kind": "eval",
-                    "update": update,
-                    "agent_steps": update * agent_steps_per_update,
-                    "validation_return": validation_return,
-                    "best_validation_return": np.asarray(best.validation_return),
-                }
-            )
+            records.append(eval_record)
         if is_main:
             log.append(records)
             plot_learning_curve(
@@ -235,6 +290,8 @@ def train(
     checkpoints.close()
 
     summary = _final_summary(config, evaluator, runner, best, agent_steps_per_update)
+    if tracker is not None:
+        summary["curriculum"] = _curriculum_summary(config, program, runner, best, tracker, summary)
     summary["references"] = reference_summaries
     if is_main:
         _export_policies(run_dir, config, algorithm, runner, best)
@@ -253,6 +310,55 @@ def _check_resumable(config: TrainConfig, run_dir: Path, checkpoints: RunCheckpo
     latest = checkpoints.latest_update()
     require(latest is not None, f"--resume found no checkpoint in {run_dir / 'checkpoints'}")
     return latest
+
+
+def _curriculum_checkpoint(config, env, program, tracker, runner, validation_return):
+    """Validation at the current stage's size, the plateau rule, fresh tables on an advance.
+
+    `validation_return` (per seed) is at the largest size, which also picks the best actor.
+    """
+    stage = int(tracker.stage)
+    size = config.curriculum.sizes[stage]
+    evaluator = program.size_evaluators[size]
+    stage_return = (
+        validation_return
+        if evaluator is program.evaluator
+        else evaluator(runner.params["actor"], config.eval_episodes, config.validation_seed)[
+            "episode_return"
+        ].mean(axis=1)
+    )
+    tracker = curriculum.observe(tracker, float(np.mean(stage_return)), config.curriculum)
+    advanced = int(tracker.stage) != stage
+    if advanced:
+        tables = stage_tables(config, env, program.algorithm, int(tracker.stage))
+        runner = program.restart(runner, curriculum.stack_seeds(tables, config.num_seeds))
+    record = {
+        "curriculum/stage": stage,
+        "curriculum/size": size,
+        "stage_validation_return": stage_return,
+        "curriculum/advanced": advanced,
+    }
+    return tracker, runner, record
+
+
+def _curriculum_summary(config, program, runner, best, tracker, summary) -> dict[str, Any]:
+    """The final and the best actors on the test episodes at every size of the curriculum."""
+    per_size = {}
+    for size, evaluator in program.size_evaluators.items():
+        if evaluator is program.evaluator:  # the largest size: already in the summary
+            per_size[size] = {"final": summary["final"], "best": summary["best"]}
+            continue
+        per_size[size] = {
+            name: held_out_summary(evaluator(params, config.test_episodes, config.test_seed))
+            for name, params in (("final", runner.params["actor"]), ("best", best.actor_params))
+        }
+    stage = int(tracker.stage)
+    return {
+        "sizes": list(config.curriculum.sizes),
+        "final_stage": stage,
+        "final_size": config.curriculum.sizes[stage],
+        "per_size": per_size,
+    }
 
 
 def _keep_best(best: BestActors, actor_params, validation_return: np.ndarray, update: int):
