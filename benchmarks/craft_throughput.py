@@ -27,9 +27,14 @@ import tyro
 from tqdm import tqdm
 
 import alemlite
-from alemlite.core import VecEnv
 from alemlite.envs.craft.state import state_nbytes
-from benchmarks.harness import RESULTS_DIR, hash_actions, time_compiled, write_results
+from benchmarks.harness import (
+    RESULTS_DIR,
+    hash_actions,
+    time_compiled,
+    vec_rollout,
+    write_results,
+)
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 PEER_SETUP = {
@@ -67,34 +72,15 @@ class CraftBenchConfig:
     out_dir: Path = RESULTS_DIR
 
 
-def _rollout(env, num_envs: int, config: CraftBenchConfig, random_policy: bool):
-    pool_size = min(config.pool_size, num_envs)
-    vec = VecEnv(env, num_envs, pool_size=pool_size, refresh_per_step=config.refresh_per_step)
-    params = env.default_params
-
-    def run(key):
-        _, state = vec.reset(key, params)
-
-        def one_step(carry, step):
-            state, key = carry
-            key, env_key, policy_key = jax.random.split(key, 3)
-            if random_policy:
-                actions = jax.random.randint(
-                    policy_key, (num_envs, env.num_agents), 0, env.num_actions
-                )
-            else:
-                actions = hash_actions(step, num_envs, env.num_agents, env.num_actions)
-            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
-            return (state, key), reward.sum()
-
-        (_, _), rewards = jax.lax.scan(one_step, (state, key), jnp.arange(config.steps_per_call))
-        return rewards.sum()
-
-    return run
-
-
 def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: bool) -> dict:
-    rollout = _rollout(env, num_envs, config, random_policy)
+    rollout = vec_rollout(
+        env,
+        num_envs,
+        config.steps_per_call,
+        random_policy,
+        pool_size=min(config.pool_size, num_envs),
+        refresh_per_step=config.refresh_per_step,
+    )
     timing = time_compiled(rollout, jax.random.PRNGKey(0), repeats=config.repeats)
     env_steps = num_envs * config.steps_per_call / timing.median_s
     return {

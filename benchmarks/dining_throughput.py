@@ -18,19 +18,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import tyro
 from tqdm import tqdm
 
 import alemlite
-from alemlite.core import VecEnv
 from benchmarks.harness import (
     RESULTS_DIR,
     Timing,
-    hash_actions,
     time_compiled,
     time_python,
+    vec_rollout,
     write_results,
 )
 
@@ -49,31 +47,6 @@ class DiningBenchConfig:
     repeats: int = 5
     oracle_steps: int = 20_000
     out_dir: Path = RESULTS_DIR
-
-
-def _rollout(env, num_envs: int, steps: int, random_policy: bool):
-    vec = VecEnv(env, num_envs)
-    params = env.default_params
-
-    def run(key):
-        _, state = vec.reset(key, params)
-
-        def one_step(carry, step):
-            state, key = carry
-            key, env_key, policy_key = jax.random.split(key, 3)
-            if random_policy:
-                actions = jax.random.randint(
-                    policy_key, (num_envs, env.num_agents), 0, env.num_actions
-                )
-            else:
-                actions = hash_actions(step, num_envs, env.num_agents, env.num_actions)
-            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
-            return (state, key), reward.sum()
-
-        (_, _), rewards = jax.lax.scan(one_step, (state, key), jnp.arange(steps))
-        return rewards.sum()
-
-    return run
 
 
 def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
@@ -101,7 +74,7 @@ def run(config: DiningBenchConfig) -> dict:
     points = [(n, b, policy) for n in config.table_sizes for b in sizes for policy in (False, True)]
     for num_philosophers, num_envs, random_policy in tqdm(points, desc="dining sweep"):
         env = alemlite.make("dining", num_philosophers=num_philosophers)
-        rollout = _rollout(env, num_envs, config.steps_per_call, random_policy)
+        rollout = vec_rollout(env, num_envs, config.steps_per_call, random_policy)
         timing = time_compiled(rollout, jax.random.PRNGKey(0), repeats=config.repeats)
         env_steps = num_envs * config.steps_per_call / timing.median_s
         sweep.append(

@@ -120,3 +120,41 @@ def hash_actions(step: jax.Array, num_envs: int, num_agents: int, num_actions: i
     mixed = mixed * jnp.uint32(0x2C1B3C6D)
     mixed = mixed ^ (mixed >> 12)
     return (mixed % jnp.uint32(num_actions)).astype(jnp.int32)
+
+
+def vec_rollout(
+    env: Any,
+    num_envs: int,
+    steps: int,
+    random_policy: bool,
+    pool_size: int = 0,
+    refresh_per_step: int = 1,
+) -> Callable[[jax.Array], jax.Array]:
+    """`run(key)`: reset a `VecEnv` batch and play `steps` auto-resetting steps.
+
+    Actions are hashed (the environment alone is timed) or, with
+    `random_policy`, drawn uniformly with `jax.random` as a real policy would.
+    """
+    from alemlite.core import VecEnv
+
+    vec = VecEnv(env, num_envs, pool_size=pool_size, refresh_per_step=refresh_per_step)
+    params = env.default_params
+
+    def run(key: jax.Array) -> jax.Array:
+        _, state = vec.reset(key, params)
+
+        def one_step(carry, step):
+            state, key = carry
+            key, env_key, policy_key = jax.random.split(key, 3)
+            if random_policy:
+                shape = (num_envs, env.num_agents)
+                actions = jax.random.randint(policy_key, shape, 0, env.num_actions)
+            else:
+                actions = hash_actions(step, num_envs, env.num_agents, env.num_actions)
+            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
+            return (state, key), reward.sum()
+
+        _, rewards = jax.lax.scan(one_step, (state, key), jnp.arange(steps))
+        return rewards.sum()
+
+    return run
