@@ -10,7 +10,7 @@ from alemlite.envs.craft import make_craft
 from tests.craft_helpers import blank_state, place_mob, quiet_params, set_inventory, set_tiles
 
 LEFT, RIGHT, UP, DOWN = range(4)
-ENV = make_craft(map_size=16, num_agents=2, revive_window=3)
+ENV = make_craft(map_size=16, num_agents=2, revive_window=3, coordination=False)
 PARAMS = quiet_params(ENV)
 STEP = jax.jit(ENV.step)
 MASK = jax.jit(ENV.action_mask)

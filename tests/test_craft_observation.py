@@ -14,7 +14,7 @@ from alemlite.envs.craft.render_cli import RenderCraftConfig, render_craft
 from alemlite.envs.craft.rendering import TILE, render_map, render_views, write_gif
 from tests.craft_helpers import blank_state, place_mob, quiet_params, set_inventory, set_tiles
 
-ENV = make_craft(map_size=16, num_agents=3)
+ENV = make_craft(map_size=16, num_agents=3, coordination=False)
 PARAMS = quiet_params(ENV)
 HEIGHT, WIDTH = ENV.config.view_height, ENV.config.view_width
 OBSERVE, MASK = jax.jit(ENV.observe), jax.jit(ENV.action_mask)
@@ -66,7 +66,7 @@ def test_flat_features_describe_self_and_teammates(scene):
 
 
 def test_image_layout_has_the_same_content():
-    image_env = make_craft(map_size=16, num_agents=3, observation="image")
+    image_env = make_craft(map_size=16, num_agents=3, observation="image", coordination=False)
     state = blank_state(image_env, [[8, 8], [8, 9], [1, 1]])
     flat = np.asarray(OBSERVE(state, PARAMS))
     image = np.asarray(jax.jit(image_env.observe)(state, PARAMS))

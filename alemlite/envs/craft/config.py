@@ -35,6 +35,19 @@ class CraftConfig:
     # Reserved sizes for the coordination layer (task and request tables).
     task_slots: int = 8
     observation: str = "flat"
+    # Coordination layer (see coordination.py): `coordination=False` turns every part
+    # off and leaves the base world; each part also has its own switch.
+    coordination: bool = True
+    specialisation: bool = True
+    tasks: bool = True
+    trading: bool = True
+    elites: bool = True
+    num_message_tokens: int = 4
+    task_probability: float = 0.25
+    # Defaults of the coordination parameters: a preset name or an alpha in [0, 1].
+    difficulty: str | float = "medium"
+    hard_specialisation: bool = False
+    give_range: int = 0  # 0: unlimited
     # Defaults of the dynamic parameters.
     max_steps: int = 10000
     revive_window: int = 30
@@ -71,6 +84,52 @@ class CraftConfig:
         require(self.max_steps >= 1, f"max_steps={self.max_steps} must be positive")
         require(self.revive_window >= 0, f"revive_window={self.revive_window} must be >= 0")
         require(self.day_length >= 1, f"day_length={self.day_length} must be positive")
+        presets = (*C.DIFFICULTY_PRESETS, "sampled")
+        require(
+            self.difficulty in presets
+            or (not isinstance(self.difficulty, str) and 0.0 <= float(self.difficulty) <= 1.0),
+            f"difficulty={self.difficulty!r} must be one of {presets} or an alpha in [0, 1]",
+        )
+        require(
+            0.0 <= self.task_probability <= 1.0,
+            f"task_probability={self.task_probability} must lie in [0, 1]",
+        )
+        require(
+            0 <= self.num_message_tokens <= 16,
+            f"num_message_tokens={self.num_message_tokens} must lie in 0..16 (0 disables)",
+        )
+        require(self.give_range >= 0, f"give_range={self.give_range} must be >= 0 (0: unlimited)")
+        require(
+            not self.has_tasks or self.task_slots >= 1,
+            f"task_slots={self.task_slots} must be >= 1 while tasks are on; pass tasks=False",
+        )
+
+    # Parts of the coordination layer that are in effect.
+    @property
+    def has_specialisation(self) -> bool:
+        return self.coordination and self.specialisation
+
+    @property
+    def has_tasks(self) -> bool:
+        return self.coordination and self.tasks
+
+    @property
+    def has_elites(self) -> bool:
+        return self.coordination and self.elites
+
+    @property
+    def has_trading(self) -> bool:
+        return self.coordination and self.trading
+
+    @property
+    def message_tokens(self) -> int:
+        return self.num_message_tokens if self.coordination else 0
+
+    @property
+    def has_layer(self) -> bool:
+        return (
+            self.has_specialisation or self.has_tasks or self.has_trading or self.message_tokens > 0
+        )
 
     @property
     def num_mobs(self) -> int:
@@ -102,6 +161,12 @@ class CraftParams:
     skeleton_spawn_probability: jax.Array
     cow_spawn_probability: jax.Array
     despawn_probability: jax.Array
+    # Coordination layer.
+    alpha: jax.Array  # () float32 difficulty, used unless sample_alpha
+    sample_alpha: jax.Array  # () bool, draw alpha ~ U[0.2, 0.85] at every reset
+    hard_specialisation: jax.Array  # () bool, non-specialists never succeed
+    coordination_weights: jax.Array  # (C,) float32, reward per coordination achievement
+    give_range: jax.Array  # () int32, L1 distance of a give (0: unlimited)
 
     @classmethod
     def from_config(cls, config: CraftConfig) -> CraftParams:
@@ -120,4 +185,15 @@ class CraftParams:
             skeleton_spawn_probability=jnp.float32(0.1),
             cow_spawn_probability=jnp.float32(0.05),
             despawn_probability=jnp.float32(0.2),
+            alpha=jnp.float32(
+                C.DIFFICULTY_PRESETS.get(config.difficulty, 0.5)
+                if isinstance(config.difficulty, str)
+                else config.difficulty
+            ),
+            sample_alpha=jnp.bool_(config.difficulty == "sampled"),
+            hard_specialisation=jnp.bool_(config.hard_specialisation),
+            coordination_weights=jnp.full(
+                (C.NUM_COORDINATION_ACHIEVEMENTS,), C.COORDINATION_WEIGHT, jnp.float32
+            ),
+            give_range=jnp.int32(config.give_range),
         )

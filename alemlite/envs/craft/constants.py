@@ -28,7 +28,6 @@ MATERIALS = (
     "sapling",  # a young plant (Crafter's Plant object, not ripe)
     "ripe_plant",  # Crafter's Plant object once grown > ripen_steps
 )
-# The coordination layer appends its construction blocks after the last code.
 (
     OUT_OF_BOUNDS,
     WATER,
@@ -314,6 +313,80 @@ SKELETON_APPROACH_PROBABILITY = 0.3
 SKELETON_WANDER_PROBABILITY = 0.2
 SKELETON_RELOAD = 4
 ARROW_DAMAGE = 2
+
+# ---- coordination layer -------------------------------------------------------------
+# Difficulty presets of alpha; "sampled" draws alpha ~ U[SAMPLED_ALPHA] per episode.
+DIFFICULTY_PRESETS = {"easy": 0.3, "medium": 0.6, "hard": 0.9}
+SAMPLED_ALPHA = (0.2, 0.85)
+# Role of each gated activity (index into ROLES); a specialist always succeeds.
+WARRIOR, FORAGER, MINER = range(NUM_ROLES)
+# DO on these materials needs the role (mining stone / iron / diamond, drinking, saplings).
+MATERIAL_ROLE = np.full(NUM_MATERIALS, -1, dtype=np.int32)
+for _material, _role in (
+    (STONE, MINER),
+    (IRON, MINER),
+    (DIAMOND, MINER),
+    (WATER, FORAGER),
+    (GRASS, FORAGER),
+):
+    MATERIAL_ROLE[_material] = _role
+# Base actions gated by a role (making pickaxes / placing stone: miner; swords: warrior).
+ACTION_ROLE = np.full(NUM_ACTIONS, -1, dtype=np.int32)
+for _action, _role in (
+    (PLACE_STONE, MINER),
+    (MAKE_WOOD_PICKAXE, MINER),
+    (MAKE_STONE_PICKAXE, MINER),
+    (MAKE_IRON_PICKAXE, MINER),
+    (MAKE_WOOD_SWORD, WARRIOR),
+    (MAKE_STONE_SWORD, WARRIOR),
+    (MAKE_IRON_SWORD, WARRIOR),
+):
+    ACTION_ROLE[_action] = _role
+WARRIOR_DAMAGE_FACTOR = 2
+# Eating a cow or a plant: a forager gets the full food, anyone else half of it.
+NON_FORAGER_FOOD_SHARE = 0.5
+
+# Coordination tasks: one byte per tile, kind in the low 2 bits, a quorum roll in the
+# high 6 bits (k = P where roll < 64 * alpha, else 2, capped at P; alpha is read at the
+# step, so one generated world serves every difficulty).
+TASK_KINDS = ("none", "handover", "soft_sync", "hard_sync")
+TASK_NONE, TASK_HANDOVER, TASK_SOFT_SYNC, TASK_HARD_SYNC = range(len(TASK_KINDS))
+TASK_KIND_BITS = 2
+QUORUM_LEVELS = 64
+TASK_MATERIALS = material_set(TREE, STONE, COAL, IRON, DIAMOND)
+HANDOVER_SHARE = 0.25  # of all tasks; the rest are syncs, half of them soft
+HANDOVER_YIELD = 3  # starter and finisher each receive k(k+1)/2 with k = 2
+
+# Trading: resources a request may name, and where each lives (a stat or an item).
+REQUEST_RESOURCES = ("food", "drink", "wood", "stone", "coal", "iron", "diamond", "sapling")
+NUM_REQUEST_RESOURCES = len(REQUEST_RESOURCES)
+REQUEST_STAT = np.array([FOOD, DRINK, -1, -1, -1, -1, -1, -1], dtype=np.int32)
+REQUEST_ITEM = np.array(
+    [-1, -1, INV_WOOD, INV_STONE, INV_COAL, INV_IRON, INV_DIAMOND, INV_SAPLING], dtype=np.int32
+)
+REQUEST_DURATION = 10
+
+# Elite mobs: a zombie or skeleton is elite with probability 0.15, a cow large with 0.2;
+# half of them are hard (no damage unless >= 2 agents hit on one step), the rest soft
+# (half damage from a lone attacker); coordinated hits do double damage. Elites have
+# ELITE_HEALTH_FACTOR times the health; a large cow gives twice the food.
+ELITE_KINDS = ("normal", "soft", "hard")
+ELITE_NONE, ELITE_SOFT, ELITE_HARD = range(len(ELITE_KINDS))
+ELITE_PROBABILITY = np.array([0.15, 0.15, 0.2])  # zombie, skeleton, cow
+ELITE_HARD_SHARE = 0.5
+ELITE_HEALTH_FACTOR = 2
+
+COORDINATION_ACHIEVEMENTS = (
+    "complete_sync",
+    "complete_handover",
+    "defeat_elite",
+    "eat_large_cow",
+    "give_item",
+    "revive_teammate",
+)
+COORDINATION_INDEX = {name: index for index, name in enumerate(COORDINATION_ACHIEVEMENTS)}
+NUM_COORDINATION_ACHIEVEMENTS = len(COORDINATION_ACHIEVEMENTS)
+COORDINATION_WEIGHT = 2.0
 
 # ---- colours (RGB) for rendering, by material and entity ----------------------------
 MATERIAL_COLOURS = np.array(

@@ -12,6 +12,8 @@ Simultaneous actions resolve deterministically:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -67,9 +69,20 @@ def add_items(inventory: jax.Array, item: jax.Array, amount: jax.Array) -> jax.A
 
 
 def do_action(
-    config: CraftConfig, state: CraftState, doing: jax.Array, sapling_roll: jax.Array
+    config: CraftConfig,
+    state: CraftState,
+    doing: jax.Array,
+    sapling_roll: jax.Array,
+    melee_factor: jax.Array | None = None,
+    food_share: jax.Array | None = None,
+    mob_damage: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
 ) -> CraftState:
-    """Apply DO for agents where `doing` `(P,)`; `sapling_roll` are uniforms `(P,)`."""
+    """Apply DO for agents where `doing` `(P,)`; `sapling_roll` are uniforms `(P,)`.
+
+    Roles (when on) scale each agent's melee damage by `melee_factor` `(P,)` int and
+    the food of a cow or a plant by `food_share` `(P,)` float (rounded down); elites
+    replace the summed damage with `mob_damage(hits (P, N), strength (P,)) -> (N,)`.
+    """
     agents, mobs, world = state.agents, state.mobs, state.map
     num_agents = config.num_agents
     target = facing_target(state)
@@ -87,7 +100,13 @@ def do_action(
     facing_mob = mob_at(state, target)
     hitting = doing & ~doing_agent & jnp.any(facing_mob, axis=1)
     hits = facing_mob & hitting[:, None]
-    damage = jnp.sum(hits * melee_damage(agents.inventory)[:, None], axis=0)
+    strength = melee_damage(agents.inventory)
+    if melee_factor is not None:
+        strength = strength * melee_factor
+    if mob_damage is None:
+        damage = jnp.sum(hits * strength[:, None], axis=0)
+    else:
+        damage = mob_damage(hits, strength)
     mob_health = mobs.health - damage
     killed = mobs.alive & (damage > 0) & (mob_health <= 0)
     kinds = jnp.asarray(config.mob_kinds())
@@ -123,7 +142,10 @@ def do_action(
         & state.plants.alive
     )
 
-    food = stats[:, C.FOOD] + C.FOOD_PER_COW * ate_cow + C.FOOD_PER_PLANT * eating_plant
+    eaten = C.FOOD_PER_COW * ate_cow + C.FOOD_PER_PLANT * eating_plant
+    if food_share is not None:
+        eaten = jnp.floor(eaten * food_share).astype(jnp.int32)
+    food = stats[:, C.FOOD] + eaten
     drink = stats[:, C.DRINK] + C.DRINK_PER_SIP * drinking
     stats = stats.at[:, C.FOOD].set(food).at[:, C.DRINK].set(drink)
     counters = counters.at[:, C.HUNGER].set(jnp.where(ate_cow, 0, counters[:, C.HUNGER]))

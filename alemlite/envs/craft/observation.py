@@ -1,15 +1,20 @@
 """Per-agent observations: an egocentric one-hot window plus flat features.
 
 Window channels, in order: material (15, code 0 = outside the map), mob kind
-(zombie, skeleton, cow, arrow), teammate (standing, downed), darkness. The
-coordination layer appends its channels (task kind and quorum, construction) after
-these. Darkness is 1 - daylight on every tile of the window, and 1 while sleeping
-(Crafter blacks out a sleeper's view); it is computed for the window only.
+(zombie, skeleton, cow, arrow), teammate (standing, downed), darkness. Darkness is
+1 - daylight on every tile of the window, and 1 while sleeping (Crafter blacks out a
+sleeper's view); it is computed for the window only.
 
 Flat features: stats / 9, inventory / 9, sleeping, facing (one-hot), role (one-hot),
 daylight, then for each teammate in order i+1, i+2, ... (mod P): its position
 relative to the agent (clipped to +-TEAMMATE_RANGE, divided by it), health / 9,
 downed, dead.
+
+The coordination layer appends after these: window channels for tasks (handover,
+soft sync, hard sync one-hot, quorum / P, handover window left / MAX_WINDOW) when
+tasks are on, then elites (soft, hard) when elites are on; an own feature alpha
+(after daylight); and per teammate its open request (one-hot over the 8 resources)
+when trading is on and its last message token (one-hot) when tokens are on.
 
 Layouts: "flat" concatenates the flattened window and the features; "image" is
 (view_height, view_width, channels + features) with the features broadcast over
@@ -26,23 +31,47 @@ from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.mobs import daylight
 from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tiles import read_tiles
+from alemlite.envs.craft.tasks import quorum, task_kind
+from alemlite.envs.craft.tiles import in_bounds, read_tiles
 
 TEAMMATE_RANGE = 16
 WINDOW_CHANNELS = C.NUM_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
 TEAMMATE_FEATURES = 5
 OWN_FEATURES = len(C.STATS) + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + C.NUM_ROLES + 1
+TASK_CHANNELS = 3 + 1 + 1
+MAX_WINDOW = 24  # the longest handover window (alpha = 0)
+
+
+ELITE_CHANNELS = 2  # soft, hard
+
+
+def window_channels(config: CraftConfig) -> int:
+    return (
+        WINDOW_CHANNELS
+        + (TASK_CHANNELS if config.has_tasks else 0)
+        + (ELITE_CHANNELS if config.has_elites else 0)
+    )
+
+
+def teammate_features(config: CraftConfig) -> int:
+    return (
+        TEAMMATE_FEATURES
+        + (C.NUM_REQUEST_RESOURCES if config.has_trading else 0)
+        + config.message_tokens
+    )
 
 
 def num_features(config: CraftConfig) -> int:
-    return OWN_FEATURES + TEAMMATE_FEATURES * (config.num_agents - 1)
+    return (
+        OWN_FEATURES + int(config.has_layer) + teammate_features(config) * (config.num_agents - 1)
+    )
 
 
 def observation_shape(config: CraftConfig) -> tuple[int, ...]:
     height, width = config.view_height, config.view_width
     if config.observation == "image":
-        return (height, width, WINDOW_CHANNELS + num_features(config))
-    return (height * width * WINDOW_CHANNELS + num_features(config),)
+        return (height, width, window_channels(config) + num_features(config))
+    return (height * width * window_channels(config) + num_features(config),)
 
 
 def window_offsets(config: CraftConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -51,18 +80,48 @@ def window_offsets(config: CraftConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(-half_height, half_height + 1), np.arange(-half_width, half_width + 1)
 
 
-def view_materials(config: CraftConfig, state: CraftState) -> jax.Array:
-    """Material codes in each agent's window `(P, H, W)` (OUT_OF_BOUNDS outside)."""
+def window_grid(config: CraftConfig, state: CraftState) -> jax.Array:
+    """Map positions of each agent's window `(P, H, W, 2)`."""
     rows, cols = window_offsets(config)
     position = state.agents.position
-    grid = jnp.stack(
+    return jnp.stack(
         jnp.broadcast_arrays(
             position[:, 0, None, None] + rows[None, :, None],
             position[:, 1, None, None] + cols[None, None, :],
         ),
         axis=-1,
     )
-    return read_tiles(state.map, grid)
+
+
+def view_materials(config: CraftConfig, state: CraftState) -> jax.Array:
+    """Material codes in each agent's window `(P, H, W)` (OUT_OF_BOUNDS outside)."""
+    return read_tiles(state.map, window_grid(config, state))
+
+
+def task_planes(config: CraftConfig, state: CraftState) -> jax.Array:
+    """`(P, H, W, TASK_CHANNELS)`: task kind one-hot, quorum / P, handover window left."""
+    coordination = state.coordination
+    grid = window_grid(config, state)
+    inside = in_bounds(grid, config.map_size)
+    clipped = jnp.clip(grid, 0, config.map_size - 1)
+    byte = jnp.where(inside, coordination.tile_task[clipped[..., 0], clipped[..., 1]], 0)
+    kind = task_kind(byte)
+    kind_planes = jax.nn.one_hot(kind - 1, 3)  # "none" (-1) is all zero
+    syncing = (kind == C.TASK_SOFT_SYNC) | (kind == C.TASK_HARD_SYNC)
+    needed = quorum(byte, coordination.alpha, config.num_agents)
+    quorum_plane = jnp.where(syncing, needed / config.num_agents, 0.0)
+    rows, cols = window_offsets(config)
+    relative = coordination.task_position.astype(jnp.int32)[None] - state.agents.position[:, None]
+    pending = (coordination.task_starter >= 0)[None, :, None]
+    row_hit = (relative[..., 0, None] == rows) & pending  # (P, T, H)
+    col_hit = relative[..., 1, None] == cols  # (P, T, W)
+    left = jnp.einsum(
+        "pth,ptw,t->phw",
+        row_hit.astype(jnp.float32),
+        col_hit.astype(jnp.float32),
+        coordination.task_timer.astype(jnp.float32) / MAX_WINDOW,
+    )
+    return jnp.concatenate([kind_planes, quorum_plane[..., None], left[..., None]], axis=-1)
 
 
 def _entity_planes(config: CraftConfig, origin: jax.Array, position, present, channel, count):
@@ -101,7 +160,17 @@ def view_window(config: CraftConfig, state: CraftState, params: CraftParams) -> 
     light = daylight(state.step, params.day_length)
     darkness = jnp.where(agents.sleeping, 1.0, 1.0 - light)
     dark_plane = jnp.broadcast_to(darkness[:, None, None, None], (*material.shape[:3], 1))
-    return jnp.concatenate([material, mob_planes, mate_planes, dark_plane], axis=-1)
+    planes = [material, mob_planes, mate_planes, dark_plane]
+    if config.has_tasks:
+        planes.append(task_planes(config, state))
+    if config.has_elites:
+        elite = state.coordination.mob_elite.astype(jnp.int32)
+        planes.append(
+            _entity_planes(
+                config, origin, mobs.position, mobs.alive & (elite != C.ELITE_NONE), elite - 1, 2
+            )
+        )
+    return jnp.concatenate(planes, axis=-1)
 
 
 def flat_features(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
@@ -118,17 +187,26 @@ def flat_features(config: CraftConfig, state: CraftState, params: CraftParams) -
         jax.nn.one_hot(roles, C.NUM_ROLES),
         jnp.broadcast_to(light, (num_agents, 1)),
     ]
+    if config.has_layer:
+        own.append(jnp.broadcast_to(state.coordination.alpha, (num_agents, 1)))
     mates = (np.arange(num_agents)[:, None] + np.arange(1, num_agents)[None, :]) % num_agents
     relative = agents.position[mates] - agents.position[:, None, :]
-    teammate = jnp.concatenate(
-        [
-            jnp.clip(relative, -TEAMMATE_RANGE, TEAMMATE_RANGE) / TEAMMATE_RANGE,
-            agents.stats[mates, C.HEALTH, None] / C.STAT_MAX,
-            (agents.status[mates] == C.DOWNED)[..., None],
-            (agents.status[mates] == C.DEAD)[..., None],
-        ],
-        axis=-1,
-    ).reshape(num_agents, -1)
+    about_mates = [
+        jnp.clip(relative, -TEAMMATE_RANGE, TEAMMATE_RANGE) / TEAMMATE_RANGE,
+        agents.stats[mates, C.HEALTH, None] / C.STAT_MAX,
+        (agents.status[mates] == C.DOWNED)[..., None],
+        (agents.status[mates] == C.DEAD)[..., None],
+    ]
+    coordination = state.coordination
+    if config.has_trading:
+        request = coordination.request_item.astype(jnp.int32)[mates]
+        about_mates.append(jax.nn.one_hot(request, C.NUM_REQUEST_RESOURCES))
+    if config.message_tokens:
+        message = coordination.last_message.astype(jnp.int32)[mates]
+        about_mates.append(jax.nn.one_hot(message, config.message_tokens))
+    teammate = jnp.concatenate([part.astype(jnp.float32) for part in about_mates], axis=-1).reshape(
+        num_agents, -1
+    )
     return jnp.concatenate([*(part.astype(jnp.float32) for part in own), teammate], axis=1)
 
 

@@ -57,7 +57,7 @@ class PlantState:
 
 @struct.dataclass
 class CoordinationState:
-    """Room for the coordination layer; all zero while it is switched off.
+    """The coordination layer's state; it keeps its empty values while the layer is off.
 
     `tile_task` holds one byte per tile (task kind and quorum); pending handovers and
     tasks tick in the task table, trade requests and messages in per-agent slots.
@@ -70,6 +70,17 @@ class CoordinationState:
     request_item: jax.Array  # (P,) int8, -1 when no open request
     request_timer: jax.Array  # (P,) int16
     last_message: jax.Array  # (P,) int8, -1 when silent
+    alpha: jax.Array  # () float32, this episode's difficulty (set by reset_from)
+    mob_elite: jax.Array  # (N,) int8: ELITE_NONE, ELITE_SOFT or ELITE_HARD per mob slot
+    achievements: jax.Array  # (P, C) bool, coordination achievements unlocked
+    # Episode counters: completed syncs and handovers, lapsed handovers, failed solo
+    # attempts (sync DOs short of the quorum that yielded nothing), gives, revives.
+    syncs: jax.Array  # () int16
+    handovers: jax.Array  # () int16
+    lapsed: jax.Array  # () int16
+    failed_solo: jax.Array  # () int16
+    gives: jax.Array  # () int16
+    revives: jax.Array  # () int16
 
 
 @struct.dataclass
@@ -95,6 +106,15 @@ def empty_coordination(config: CraftConfig) -> CoordinationState:
         request_item=jnp.full((agents,), -1, jnp.int8),
         request_timer=jnp.zeros((agents,), jnp.int16),
         last_message=jnp.full((agents,), -1, jnp.int8),
+        alpha=jnp.float32(0.0),
+        mob_elite=jnp.zeros((config.num_mobs,), jnp.int8),
+        achievements=jnp.zeros((agents, C.NUM_COORDINATION_ACHIEVEMENTS), bool),
+        syncs=jnp.int16(0),
+        handovers=jnp.int16(0),
+        lapsed=jnp.int16(0),
+        failed_solo=jnp.int16(0),
+        gives=jnp.int16(0),
+        revives=jnp.int16(0),
     )
 
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft import elites
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.randomness import draw_uniforms
 from alemlite.envs.craft.state import (
@@ -33,6 +34,7 @@ from alemlite.envs.craft.state import (
     empty_coordination,
     fresh_agents,
 )
+from alemlite.envs.craft.tasks import lay_tasks
 
 # Where agents start, relative to the centre (a 3x3 block, filled in this order).
 START_OFFSETS = np.array(
@@ -214,6 +216,21 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
         np.array([C.ZOMBIE_HEALTH, C.SKELETON_HEALTH, C.COW_HEALTH])[mob_kinds], jnp.int32
     )
 
+    # The coordination layer draws from keys of its own: the base world stays as it is.
+    coordination = (
+        lay_tasks(jax.random.fold_in(key, 1), config, material)
+        if config.has_tasks
+        else empty_coordination(config)
+    )
+    if config.has_elites:
+        elite_draws = jax.random.uniform(
+            jax.random.fold_in(key, 2), (config.num_mobs, elites.RANDOM_DRAWS)
+        )
+        mob_elite, mob_health = elites.refill(
+            config, coordination.mob_elite, mob_health, alive, elite_draws
+        )
+        coordination = coordination.replace(mob_elite=mob_elite)
+
     agent_position = centre[None, :] + jnp.asarray(START_OFFSETS[: config.num_agents])
     return CraftState(
         map=material,
@@ -234,7 +251,7 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
             grown=jnp.zeros((config.plant_slots,), jnp.int32),
             alive=jnp.zeros((config.plant_slots,), bool),
         ),
-        coordination=empty_coordination(config),
+        coordination=coordination,
         step=jnp.zeros((), jnp.int32),
         grass_tiles=jnp.sum(material == C.GRASS, dtype=jnp.int32),
         path_tiles=jnp.sum(material == C.PATH, dtype=jnp.int32),

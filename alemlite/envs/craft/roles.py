@@ -1,0 +1,73 @@
+"""Soft specialisation: roles by agent index (warrior, forager, miner, warrior, ...).
+
+Role-gated activities (constants.MATERIAL_ROLE, ACTION_ROLE): a specialist always
+succeeds; anyone else succeeds with probability 1 - alpha, or never with
+`hard_specialisation`. A failed attempt costs the turn and nothing else. Warriors deal
+double melee damage; non-foragers get half the food of a cow or a plant.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.gathering import agent_blocking, facing_target, mob_at
+from alemlite.envs.craft.state import CraftState
+from alemlite.envs.craft.tiles import read_tiles
+
+
+def agent_roles(num_agents: int) -> jax.Array:
+    return jnp.arange(num_agents) % C.NUM_ROLES
+
+
+def non_specialist_success(state: CraftState, params: CraftParams) -> jax.Array:
+    """Probability that a non-specialist's gated attempt succeeds, `()`."""
+    return jnp.where(params.hard_specialisation, 0.0, 1.0 - state.coordination.alpha)
+
+
+def allowed(
+    config: CraftConfig, state: CraftState, params: CraftParams, needed: jax.Array, roll: jax.Array
+) -> jax.Array:
+    """Whether each agent's attempt needing role `needed` `(P,)` (-1: none) succeeds."""
+    specialist = (needed < 0) | (needed == agent_roles(config.num_agents))
+    return specialist | (roll < non_specialist_success(state, params))
+
+
+def gate_actions(
+    config: CraftConfig, state: CraftState, params: CraftParams, actions: jax.Array, roll: jax.Array
+) -> jax.Array:
+    """Role checks for the actions `(P,)`: failed gated actions become noop.
+
+    DO is gated by the material faced (not when facing a teammate or a mob).
+    """
+    target = facing_target(state)
+    facing_entity = jnp.any(
+        agent_blocking(state, target) & ~jnp.eye(config.num_agents, dtype=bool), axis=1
+    ) | jnp.any(mob_at(state, target), axis=1)
+    material_role = jnp.where(
+        facing_entity, -1, jnp.asarray(C.MATERIAL_ROLE)[read_tiles(state.map, target)]
+    )
+    needed = jnp.where(
+        actions == C.DO, material_role, jnp.asarray(C.ACTION_ROLE)[actions % C.NUM_ACTIONS]
+    )
+    needed = jnp.where(actions < C.NUM_ACTIONS, needed, -1)
+    return jnp.where(allowed(config, state, params, needed, roll), actions, C.NOOP)
+
+
+def gated_action_mask(config: CraftConfig, params: CraftParams) -> jax.Array:
+    """`(P, NUM_ACTIONS)` bool: actions a hard non-specialist can never succeed at."""
+    action_role = jnp.asarray(C.ACTION_ROLE)
+    impossible = (action_role[None, :] >= 0) & (
+        action_role[None, :] != agent_roles(config.num_agents)[:, None]
+    )
+    return ~(impossible & params.hard_specialisation)
+
+
+def melee_factor(num_agents: int) -> jax.Array:
+    return jnp.where(agent_roles(num_agents) == C.WARRIOR, C.WARRIOR_DAMAGE_FACTOR, 1)
+
+
+def food_share(num_agents: int) -> jax.Array:
+    return jnp.where(agent_roles(num_agents) == C.FORAGER, 1.0, C.NON_FORAGER_FOOD_SHARE)
