@@ -62,11 +62,15 @@ def eval_dining(config: DiningEvalConfig) -> dict:
 class CraftEvalConfig:
     """Evaluate a reference team on the Craft world."""
 
-    policy: Literal["random", "noop", "scripted"] = "scripted"
+    policy: Literal["random", "noop", "scripted", "team"] = "scripted"
     episodes: int = 32
     agents: int = 3
     map_size: int = 48
     max_steps: int = 10_000
+    difficulty: str = "medium"
+    """easy, medium, hard, sampled, or a number in [0, 1]"""
+    coordination: bool = True
+    """False: the plain multi-agent Crafter world"""
     seed: int = 0
     """base seed: episode i uses seed + i"""
     out: Path = Path("runs/eval")
@@ -77,14 +81,32 @@ def eval_craft(config: CraftEvalConfig) -> dict:
     from alemlite.envs.craft.policies import POLICIES
 
     require(config.episodes >= 1, f"episodes={config.episodes} must be at least 1")
+    difficulty = _difficulty(config.difficulty)
     env = alemlite.make(
-        "craft", num_agents=config.agents, map_size=config.map_size, max_steps=config.max_steps
+        "craft",
+        num_agents=config.agents,
+        map_size=config.map_size,
+        max_steps=config.max_steps,
+        difficulty=difficulty,
+        coordination=config.coordination,
     )
     policy = POLICIES[config.policy](env)
     episodes = evaluate(env, policy, env.default_params, config.episodes, config.seed)
-    path = config.out / f"craft_{config.agents}_{config.map_size}_{config.policy}.json"
+    name = f"craft_{config.agents}_{config.map_size}_{config.difficulty}_{config.policy}.json"
+    path = config.out / name
     summary = write_report(path, dataclasses.asdict(config), episodes)
-    title = f"craft P={config.agents}, {config.map_size}x{config.map_size}, team={config.policy}"
+    title = (
+        f"craft P={config.agents}, {config.map_size}x{config.map_size}, "
+        f"difficulty={config.difficulty}, team={config.policy}"
+    )
     print(format_table(summary, title))
     print(f"\nwrote {path}")
     return summary
+
+
+def _difficulty(value: str) -> str | float:
+    """A preset name as it is, a number as a float (the command line gives text)."""
+    try:
+        return float(value)
+    except ValueError:
+        return value

@@ -22,7 +22,7 @@ def test_eval_dining_prints_a_table_and_writes_per_episode_json(tmp_path, capsys
 def test_eval_craft_reports_achievements(tmp_path, capsys):
     argv = ["eval", "craft", "--policy", "random", "--episodes", "2", "--agents", "2"]
     main([*argv, "--map-size", "16", "--max-steps", "12", "--out", str(tmp_path)])
-    report = json.loads((tmp_path / "craft_2_16_random.json").read_text())
+    report = json.loads((tmp_path / "craft_2_16_medium_random.json").read_text())
     assert report["summary"]["episode_length"]["mean"] <= 12
     assert len(report["episodes"]["episode_return"]) == 2
 

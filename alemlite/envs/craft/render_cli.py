@@ -20,7 +20,7 @@ class RenderCraftConfig:
     """Render a Craft episode (the whole map, every `stride` steps) to a GIF."""
 
     seed: int = 0
-    policy: Literal["random", "noop", "scripted"] = "scripted"
+    policy: Literal["random", "noop", "scripted", "team"] = "scripted"
     out: Path = Path("episode.gif")
     map_size: int = 32
     num_agents: int = 3
