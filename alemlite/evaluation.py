@@ -69,9 +69,14 @@ def evaluate(
 ) -> dict[str, np.ndarray]:
     """Per-episode metrics of `num_episodes` episodes, played in vmapped batches."""
     play_batch = jax.jit(jax.vmap(lambda key: play_episode(env, policy, params, key)))
-    keys = episode_keys(base_seed, num_episodes)
+    batch_size = min(batch_size, num_episodes)
+    # Pad with further protocol keys to whole batches, so one program serves every chunk.
+    num_padded = -(-num_episodes // batch_size) * batch_size
+    keys = episode_keys(base_seed, num_padded)
     chunks = [
         jax.device_get(play_batch(keys[start : start + batch_size]))
-        for start in range(0, num_episodes, batch_size)
+        for start in range(0, num_padded, batch_size)
     ]
-    return {name: np.concatenate([chunk[name] for chunk in chunks]) for name in chunks[0]}
+    return {
+        name: np.concatenate([chunk[name] for chunk in chunks])[:num_episodes] for name in chunks[0]
+    }

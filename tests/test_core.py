@@ -104,3 +104,17 @@ def test_jaxmarl_adapter_speaks_dicts_and_restarts(env):
 def test_make_names_the_known_environments_on_a_typo():
     with pytest.raises(ConfigError, match=r"unknown environment 'dinning'.*craft, dining"):
         alemlite.make("dinning")
+
+
+def test_evaluation_is_the_same_whatever_the_batch_size():
+    from alemlite.evaluation import evaluate
+
+    env = ToyEnv(num_agents=2, max_steps=3)
+
+    def random_policy(key, state, params):
+        return jax.random.randint(key, (2,), 0, 2)
+
+    whole = evaluate(env, random_policy, env.default_params, 5, base_seed=7, batch_size=5)
+    padded = evaluate(env, random_policy, env.default_params, 5, base_seed=7, batch_size=2)
+    assert len(padded["episode_return"]) == 5
+    jax.tree.map(np.testing.assert_array_equal, whole, padded)
