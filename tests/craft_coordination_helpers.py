@@ -1,7 +1,7 @@
 """One hand-built coordination world shared by the coordination tests (compiled once).
 
-16x16, three agents (warrior, forager, miner) at alpha 0.9, no spawning, no tasks
-and no elites unless a test lays them.
+16x16, three agents (warrior, forager, miner) at alpha 0.9, no spawning, no tasks,
+no elites and no construction sites unless a test lays them.
 """
 
 from __future__ import annotations
@@ -29,5 +29,6 @@ def quiet_scene(positions, facing, alpha: float = 0.9):
         tile_task=jnp.zeros_like(state.coordination.tile_task),
         mob_elite=jnp.zeros_like(state.coordination.mob_elite),
         alpha=jnp.float32(alpha),
+        sites=state.coordination.sites.replace(task=jnp.zeros_like(state.coordination.sites.task)),
     )
     return state.replace(coordination=coordination)

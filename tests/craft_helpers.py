@@ -17,6 +17,11 @@ def _jitted_generate(env: CraftEnv):
     return jax.jit(env.generate)
 
 
+def generated_world(env: CraftEnv, key: jax.Array) -> CraftState:
+    """A generated world, from the generator `blank_state` compiles anyway."""
+    return _jitted_generate(env)(key, env.default_params)
+
+
 def quiet_params(env: CraftEnv):
     """Default params without spawning or despawning."""
     return env.default_params.replace(
@@ -28,7 +33,7 @@ def quiet_params(env: CraftEnv):
 
 
 def blank_state(env: CraftEnv, positions, facing=None) -> CraftState:
-    """All grass, agents at `positions` (row, col), no mobs, arrows or plants."""
+    """All grass, agents at `positions` (row, col), no mobs, arrows, plants or sites."""
     state = _jitted_generate(env)(jax.random.PRNGKey(0), env.default_params)
     size = env.config.map_size
     facing = jnp.full((env.num_agents,), 3) if facing is None else jnp.asarray(facing)
@@ -38,6 +43,11 @@ def blank_state(env: CraftEnv, positions, facing=None) -> CraftState:
             position=jnp.asarray(positions, jnp.int32), facing=facing.astype(jnp.int32)
         ),
         mobs=state.mobs.replace(alive=jnp.zeros_like(state.mobs.alive)),
+        coordination=state.coordination.replace(
+            sites=state.coordination.sites.replace(
+                task=jnp.zeros_like(state.coordination.sites.task)
+            )
+        ),
         grass_tiles=jnp.int32(size * size),
     )
 

@@ -134,7 +134,7 @@ def test_teammates_see_the_last_message_token():
     state, _ = act(scene(), [message, C.NOOP, C.NOOP])
     assert np.asarray(state.coordination.last_message).tolist() == [2, -1, -1]
     features = np.asarray(OBSERVE(state, PARAMS))[:, -num_features(ENV.config) :]
-    own, per_mate = OWN_FEATURES + 1, teammate_features(ENV.config)  # + 1: alpha
+    own, per_mate = OWN_FEATURES + 2, teammate_features(ENV.config)  # + alpha, diamond sword
     # Agent 2's first teammate is agent 0; its message one-hot closes that block.
     block = features[2, own : own + per_mate]
     assert block[-ENV.config.num_message_tokens :].tolist() == [0, 0, 1, 0]
@@ -168,7 +168,7 @@ def test_every_part_off_is_the_base_world():
     base = make_craft(map_size=16, num_agents=2, coordination=False)
     parts_off = make_craft(
         map_size=16, num_agents=2, specialisation=False, tasks=False, elites=False, trading=False,
-        num_message_tokens=0,
+        construction=False, num_message_tokens=0,
     )  # fmt: skip
     assert base.action_names == parts_off.action_names == C.ACTIONS
     assert base.observation_shape == parts_off.observation_shape

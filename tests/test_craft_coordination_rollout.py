@@ -52,6 +52,9 @@ def test_tables_and_counters_stay_in_range(records):
     for name in ("syncs", "handovers", "lapsed", "failed_solo", "gives", "revives"):
         counts = getattr(coordination, name)
         assert np.all(np.diff(counts, axis=0) >= 0)
+    sites = coordination.sites
+    assert np.all(np.diff(sites.building, axis=0)[sites.building[:-1] >= 0] == 0)  # they stay
+    assert np.all(sites.timer[sites.starter < 0] == 0) and sites.timer.max() <= 24
     assert np.all(trace["mobs"].health[trace["mobs"].alive] > 0)
     assert np.isfinite(trace["reward"]).all()
 
@@ -69,6 +72,8 @@ def test_the_team_completes_tasks_and_takes_only_legal_actions(records):
         "coordination/lapsed",
         "coordination/gives",
         "coordination/revives",
+        "construction/shelters",
+        "construction/diamond_swords",
         "normalised_return",
         "team_achievement_percent",
     }

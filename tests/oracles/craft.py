@@ -29,6 +29,8 @@ class Agent:
         self.status = ALIVE
         self.downed_timer = 0
         self.woke_up = False
+        # Food and drink last `reserve` times longer (a forager, with specialisation on).
+        self.reserve = 1
 
 
 class CraftOracle:
@@ -86,11 +88,11 @@ class CraftOracle:
 
     def _life_stats(self, agent: Agent) -> None:
         agent.hunger += 0.5 if agent.sleeping else 1
-        if agent.hunger > 25:
+        if agent.hunger > 25 * agent.reserve:
             agent.hunger = 0
             agent.food = max(agent.food - 1, 0)
         agent.thirst += 0.5 if agent.sleeping else 1
-        if agent.thirst > 20:
+        if agent.thirst > 20 * agent.reserve:
             agent.thirst = 0
             agent.drink = max(agent.drink - 1, 0)
         if agent.sleeping:

@@ -42,6 +42,10 @@ def coordination_achievements_in_play(config: CraftConfig) -> np.ndarray:
         "eat_large_cow": config.has_elites,
         "give_item": config.has_trading,
         "revive_teammate": config.has_layer,
+        "build_shelter": config.has_construction,
+        "build_forge": config.has_construction,
+        "build_beacon": config.has_construction,
+        "make_diamond_sword": config.has_construction and config.num_agents >= 2,
     }
     return np.array([reachable[name] for name in C.COORDINATION_ACHIEVEMENTS])
 
@@ -54,7 +58,8 @@ def episode_metrics(
     Normalised return: each agent's achievement reward as a percentage of the maximum
     (every achievement unlocked, coordination ones in play included), averaged over
     agents. With the coordination layer on, also the coordination achievement % (any
-    agent, over those in play) and the task, give and revive counts.
+    agent, over those in play), the task, give and revive counts, and with construction
+    the buildings built per kind and the diamond swords made.
     """
     agents = state.agents
     weights = params.achievement_weights
@@ -78,6 +83,12 @@ def episode_metrics(
             coordination.syncs + coordination.handovers
         ).astype(jnp.float32)
         metrics["alpha"] = coordination.alpha
+        if config.has_construction:
+            for index, name in enumerate(C.BUILDINGS):
+                metrics[f"construction/{name}s"] = coordination.buildings_built[index].astype(
+                    jnp.float32
+                )
+            metrics["construction/diamond_swords"] = coordination.diamond_swords.astype(jnp.float32)
         for index, name in enumerate(C.COORDINATION_ACHIEVEMENTS):
             metrics[f"achievement/{name}"] = coordination_team[index].astype(jnp.float32)
     metrics["normalised_return"] = 100.0 * jnp.mean(earned) / maximum

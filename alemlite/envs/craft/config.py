@@ -35,13 +35,16 @@ class CraftConfig:
     # Reserved sizes for the coordination layer (task and request tables).
     task_slots: int = 8
     observation: str = "flat"
-    # Coordination layer (see coordination.py): `coordination=False` turns every part
-    # off and leaves the base world; each part also has its own switch.
+    # Coordination layer (roles.py, tasks.py, elites.py, trading.py, construction.py):
+    # `coordination=False` turns every part off and leaves the base world; each part
+    # also has its own switch.
     coordination: bool = True
     specialisation: bool = True
     tasks: bool = True
     trading: bool = True
     elites: bool = True
+    construction: bool = True
+    site_slots: int = 4  # construction sites laid at generation
     num_message_tokens: int = 4
     task_probability: float = 0.25
     # Defaults of the coordination parameters: a preset name or an alpha in [0, 1].
@@ -99,6 +102,12 @@ class CraftConfig:
             f"num_message_tokens={self.num_message_tokens} must lie in 0..16 (0 disables)",
         )
         require(self.give_range >= 0, f"give_range={self.give_range} must be >= 0 (0: unlimited)")
+        require(0 <= self.site_slots <= 16, f"site_slots={self.site_slots} must lie in 0..16")
+        require(
+            not self.has_construction or self.site_slots >= 1,
+            f"site_slots={self.site_slots} must be >= 1 while construction is on; "
+            "pass construction=False",
+        )
         require(
             not self.has_tasks or self.task_slots >= 1,
             f"task_slots={self.task_slots} must be >= 1 while tasks are on; pass tasks=False",
@@ -122,13 +131,21 @@ class CraftConfig:
         return self.coordination and self.trading
 
     @property
+    def has_construction(self) -> bool:
+        return self.coordination and self.construction
+
+    @property
     def message_tokens(self) -> int:
         return self.num_message_tokens if self.coordination else 0
 
     @property
     def has_layer(self) -> bool:
         return (
-            self.has_specialisation or self.has_tasks or self.has_trading or self.message_tokens > 0
+            self.has_specialisation
+            or self.has_tasks
+            or self.has_trading
+            or self.has_construction
+            or self.message_tokens > 0
         )
 
     @property
@@ -167,6 +184,8 @@ class CraftParams:
     hard_specialisation: jax.Array  # () bool, non-specialists never succeed
     coordination_weights: jax.Array  # (C,) float32, reward per coordination achievement
     give_range: jax.Array  # () int32, L1 distance of a give (0: unlimited)
+    building_share: jax.Array  # (3, 12) int32, items each builder pays per building
+    beacon_radius: jax.Array  # () int32, Chebyshev radius a beacon lights
 
     @classmethod
     def from_config(cls, config: CraftConfig) -> CraftParams:
@@ -196,4 +215,6 @@ class CraftParams:
                 (C.NUM_COORDINATION_ACHIEVEMENTS,), C.COORDINATION_WEIGHT, jnp.float32
             ),
             give_range=jnp.int32(config.give_range),
+            building_share=jnp.asarray(C.BUILDING_SHARE, jnp.int32),
+            beacon_radius=jnp.int32(C.BEACON_RADIUS),
         )

@@ -27,6 +27,11 @@ MATERIALS = (
     "furnace",
     "sapling",  # a young plant (Crafter's Plant object, not ripe)
     "ripe_plant",  # Crafter's Plant object once grown > ripen_steps
+    # Construction blocks (coordination layer): an unbuilt site, then what stands on it.
+    "site",
+    "shelter",
+    "forge",
+    "beacon",
 )
 (
     OUT_OF_BOUNDS,
@@ -44,8 +49,15 @@ MATERIALS = (
     FURNACE,
     SAPLING,
     RIPE_PLANT,
+    SITE,
+    SHELTER,
+    FORGE,
+    BEACON,
 ) = range(len(MATERIALS))
 NUM_MATERIALS = len(MATERIALS)
+# Materials of the base world: the observation's material one-hot covers these; the
+# construction blocks have channels of their own (absent while construction is off).
+NUM_BASE_MATERIALS = SITE
 
 
 def material_set(*codes: int) -> np.ndarray:
@@ -383,10 +395,49 @@ COORDINATION_ACHIEVEMENTS = (
     "eat_large_cow",
     "give_item",
     "revive_teammate",
+    "build_shelter",
+    "build_forge",
+    "build_beacon",
+    "make_diamond_sword",
 )
 COORDINATION_INDEX = {name: index for index, name in enumerate(COORDINATION_ACHIEVEMENTS)}
 NUM_COORDINATION_ACHIEVEMENTS = len(COORDINATION_ACHIEVEMENTS)
 COORDINATION_WEIGHT = 2.0
+
+# Construction sites: a fixed number of solid SITE tiles laid near the start at
+# generation. Each is a hard sync (one byte like a task tile: kind and quorum roll) or,
+# with two or more agents, a handover (share SITE_HANDOVER_SHARE). Every participant of
+# a build pays one share of the building's cost (BUILDING_SHARE, a dynamic parameter);
+# a sync needs k builders with their share on one step, a handover a starter (who pays
+# at once) and a different finisher of the same building within the window.
+BUILDINGS = ("shelter", "forge", "beacon")
+NUM_BUILDINGS = len(BUILDINGS)
+SHELTER_KIND, FORGE_KIND, BEACON_KIND = range(NUM_BUILDINGS)
+BUILDING_MATERIAL = np.array([SHELTER, FORGE, BEACON], dtype=np.int32)
+BUILD_ACTIONS = ("build_shelter", "build_forge", "build_beacon", "make_diamond_sword")
+SITE_HANDOVER_SHARE = 0.5
+BUILDING_SHARE = np.zeros((NUM_BUILDINGS, NUM_ITEMS), dtype=np.int32)
+for _row, _costs in enumerate(
+    (
+        {INV_WOOD: 1, INV_STONE: 1},  # shelter
+        {INV_STONE: 1, INV_IRON: 1, INV_COAL: 1},  # forge
+        {INV_COAL: 1, INV_IRON: 1},  # beacon
+    )
+):
+    for _item, _amount in _costs.items():
+        BUILDING_SHARE[_row, _item] = _amount
+# Diamond sword: two agents next to one forge act on one step; each pays this, each gets one.
+DIAMOND_SWORD_SHARE = np.zeros(NUM_ITEMS, dtype=np.int32)
+DIAMOND_SWORD_SHARE[[INV_WOOD, INV_DIAMOND]] = 1
+DIAMOND_SWORD_DAMAGE = 8  # Craftax's diamond sword
+DIAMOND_SWORD_SMITHS = 2
+# Shelter: a sleeper within Chebyshev distance 1 recovers twice as fast (health
+# recovery and rest) and zombies cannot hurt it.
+SHELTER_RECOVERY_FACTOR = 2
+# Beacon: tiles within Chebyshev BEACON_RADIUS (9x9) are lit and zombies do not spawn there.
+BEACON_RADIUS = 4
+# Forager: each unit of food and drink lasts twice as long (see survival.py).
+FORAGER_RESERVE_FACTOR = 2
 
 # ---- colours (RGB) for rendering, by material and entity ----------------------------
 MATERIAL_COLOURS = np.array(
@@ -406,6 +457,10 @@ MATERIAL_COLOURS = np.array(
         (90, 60, 60),  # furnace
         (150, 200, 90),  # sapling
         (220, 180, 60),  # ripe plant
+        (185, 160, 120),  # site
+        (150, 100, 60),  # shelter
+        (80, 80, 95),  # forge
+        (250, 240, 150),  # beacon
     ],
     dtype=np.uint8,
 )

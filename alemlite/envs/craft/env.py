@@ -11,19 +11,20 @@ Order of one step (every phase acts on all agents or mobs at once):
 
 With the coordination layer on, role checks turn failed gated actions into noops
 before phase 2, DOs on task tiles are resolved in `tasks.py` before the ordinary DO,
-requests, gives and messages act after it, and handover windows and requests tick at
-the end. With every part off the step is exactly the base world's.
+requests, gives and messages act after it, then builds and diamond swords
+(`construction.py`); shelters protect sleepers from zombies and speed their
+recovery, beacons block zombie spawns; handover windows (tasks and sites) and requests
+tick at the end. With every part off the step is exactly the base world's.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from alemlite.core.environment import Environment, StepResult
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import elites, roles, tasks, trading
+from alemlite.envs.craft import construction, elites, roles, tasks, trading
 from alemlite.envs.craft import mobs as mob_rules
 from alemlite.envs.craft.achievements import coordination_reward, episode_metrics, reward
 from alemlite.envs.craft.config import CraftConfig, CraftParams
@@ -38,7 +39,12 @@ from alemlite.envs.craft.gathering import (
     place_valid,
 )
 from alemlite.envs.craft.movement import move_agents
-from alemlite.envs.craft.observation import observation_shape, observe
+from alemlite.envs.craft.observation import (
+    global_state,
+    global_state_size,
+    observation_shape,
+    observe,
+)
 from alemlite.envs.craft.randomness import draw_uniforms
 from alemlite.envs.craft.state import CraftState
 from alemlite.envs.craft.survival import settle_health, start_sleep_or_wake, update_life_stats
@@ -61,6 +67,7 @@ class CraftEnv(Environment[CraftState, CraftParams]):
             "task": (config.num_agents, tasks.RANDOM_DRAWS),
             "elite": (config.num_mobs, elites.RANDOM_DRAWS),
         }
+        self._build_shapes = {"window": (config.num_agents,)}
 
     # ---- static description ------------------------------------------------------
     @property
@@ -69,7 +76,11 @@ class CraftEnv(Environment[CraftState, CraftParams]):
 
     @property
     def action_names(self) -> tuple[str, ...]:
-        return C.ACTIONS + trading.extra_action_names(self.config)
+        return (
+            C.ACTIONS
+            + trading.extra_action_names(self.config)
+            + construction.action_names(self.config)
+        )
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
@@ -77,7 +88,7 @@ class CraftEnv(Environment[CraftState, CraftParams]):
 
     @property
     def global_state_shape(self) -> tuple[int, ...]:
-        return (self.num_agents * int(np.prod(self.observation_shape)),)
+        return (global_state_size(self.config),)
 
     @property
     def default_params(self) -> CraftParams:
@@ -112,18 +123,30 @@ class CraftEnv(Environment[CraftState, CraftParams]):
 
         if config.has_layer:
             state, actions = self._coordinate(state, actions, params, draws["sapling"], layer_draws)
+            if config.has_construction:
+                # Draws of their own, so the other parts' draws stay as they are.
+                build = draw_uniforms(jax.random.fold_in(key, 2), self._build_shapes)
+                state = construction.apply(config, state, params, actions, build["window"])
         else:
             state = do_action(config, state, actions == C.DO, draws["sapling"])
         state = place_action(config, state, actions)
         state = make_action(state, actions)
         state = move_agents(state, actions)
-        state = state.replace(agents=update_life_stats(state.agents))
+        sheltered = construction.sheltered(state) if config.has_construction else None
+        reserve = roles.reserve_factor(self.num_agents) if config.has_specialisation else None
+        state = state.replace(agents=update_life_stats(state.agents, reserve, sheltered))
 
-        state, shooting = mob_rules.move_and_attack(config, state, draws["mob"])
+        protected = sheltered & state.agents.sleeping if config.has_construction else None
+        state, shooting = mob_rules.move_and_attack(config, state, draws["mob"], protected)
         state = mob_rules.fly_arrows(config, state, shooting)
         state = mob_rules.grow_plants(state)
         alive_before_balance = state.mobs.alive
-        state = mob_rules.balance(config, state, params, draws)
+        zombie_blocked = (
+            construction.beacon_blocker(state.coordination.sites, params.beacon_radius)
+            if config.has_construction
+            else None
+        )
+        state = mob_rules.balance(config, state, params, draws, zombie_blocked)
         if config.has_elites:
             state = self._spawn_elites(state, alive_before_balance, layer_draws["elite"])
         state = state.replace(
@@ -133,6 +156,11 @@ class CraftEnv(Environment[CraftState, CraftParams]):
 
         if config.has_tasks:
             state = state.replace(coordination=tasks.tick_handovers(state.coordination))
+        if config.has_construction:
+            coordination = state.coordination
+            state = state.replace(
+                coordination=coordination.replace(sites=construction.tick_sites(coordination.sites))
+            )
         if config.has_trading:
             state = trading.tick_requests(state)
 
@@ -176,6 +204,7 @@ class CraftEnv(Environment[CraftState, CraftParams]):
             mob_damage=elites.damage_rule(state.coordination.mob_elite)
             if config.has_elites
             else None,
+            melee_floor=construction.melee_floor(state) if config.has_construction else None,
         )
         if config.has_elites:
             state = self._credit_elite_kills(state, mobs_before, target, doing)
@@ -260,12 +289,16 @@ class CraftEnv(Environment[CraftState, CraftParams]):
             mask = jnp.concatenate(
                 [mask, trading.extra_action_mask(self.config, state, params)], axis=1
             )
+        if self.config.has_construction:
+            mask = jnp.concatenate(
+                [mask, construction.action_mask(self.config, state, params)], axis=1
+            )
         mask &= acting[:, None]
         return mask.at[:, C.NOOP].set(True)
 
     def global_state(self, state: CraftState, params: CraftParams) -> jax.Array:
-        """Every agent's observation, concatenated (size independent of the map)."""
-        return self.observe(state, params).reshape(-1)
+        """Every agent's observation, then the site table (size independent of the map)."""
+        return global_state(self.config, state, params)
 
     def episode_metrics(self, state: CraftState, params: CraftParams) -> dict[str, jax.Array]:
         return episode_metrics(self.config, state, params)

@@ -76,12 +76,14 @@ def do_action(
     melee_factor: jax.Array | None = None,
     food_share: jax.Array | None = None,
     mob_damage: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
+    melee_floor: jax.Array | None = None,
 ) -> CraftState:
     """Apply DO for agents where `doing` `(P,)`; `sapling_roll` are uniforms `(P,)`.
 
     Roles (when on) scale each agent's melee damage by `melee_factor` `(P,)` int and
     the food of a cow or a plant by `food_share` `(P,)` float (rounded down); elites
-    replace the summed damage with `mob_damage(hits (P, N), strength (P,)) -> (N,)`.
+    replace the summed damage with `mob_damage(hits (P, N), strength (P,)) -> (N,)`;
+    `melee_floor` `(P,)` raises the sword damage (a diamond sword) before the factor.
     """
     agents, mobs, world = state.agents, state.mobs, state.map
     num_agents = config.num_agents
@@ -101,6 +103,8 @@ def do_action(
     hitting = doing & ~doing_agent & jnp.any(facing_mob, axis=1)
     hits = facing_mob & hitting[:, None]
     strength = melee_damage(agents.inventory)
+    if melee_floor is not None:
+        strength = jnp.maximum(strength, melee_floor)
     if melee_factor is not None:
         strength = strength * melee_factor
     if mob_damage is None:

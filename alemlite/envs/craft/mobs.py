@@ -15,6 +15,8 @@ vanish on mobs and solid tiles, and break tables and furnaces into path (Crafter
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,9 +84,15 @@ def direction_index(delta: jax.Array) -> jax.Array:
 
 
 def move_and_attack(
-    config: CraftConfig, state: CraftState, uniform: jax.Array
+    config: CraftConfig,
+    state: CraftState,
+    uniform: jax.Array,
+    protected: jax.Array | None = None,
 ) -> tuple[CraftState, jax.Array]:
-    """Mob behaviour; returns the state and each skeleton's wish to shoot `(N,)`."""
+    """Mob behaviour; returns the state and each skeleton's wish to shoot `(N,)`.
+
+    Zombie attacks on `protected` `(P,)` agents (sleepers by a shelter) do no damage.
+    """
     mobs = state.mobs
     kinds = jnp.asarray(config.mob_kinds())
     is_zombie, is_skeleton = kinds == C.ZOMBIE, kinds == C.SKELETON
@@ -147,6 +155,8 @@ def move_and_attack(
     )
     # Skeletons reload every step.
     cooldown = jnp.where(is_skeleton, jnp.maximum(mobs.cooldown - 1, 0), cooldown)
+    if protected is not None:
+        damage = jnp.where(protected[target], 0, damage)
     hurt = jnp.zeros((config.num_agents,), jnp.int32).at[target].add(damage)
     agents = state.agents
     agents = agents.replace(stats=agents.stats.at[:, C.HEALTH].add(-hurt))
@@ -231,9 +241,17 @@ def population_targets(config: CraftConfig, state: CraftState, light: jax.Array)
 
 
 def balance(
-    config: CraftConfig, state: CraftState, params: CraftParams, draws: dict[str, jax.Array]
+    config: CraftConfig,
+    state: CraftState,
+    params: CraftParams,
+    draws: dict[str, jax.Array],
+    zombie_blocked: Callable[[jax.Array], jax.Array] | None = None,
 ) -> CraftState:
-    """Spawn one mob per kind below target, despawn one above it (if far from agents)."""
+    """Spawn one mob per kind below target, despawn one above it (if far from agents).
+
+    `zombie_blocked(candidates (K, 2)) -> (K,)` bool rules out zombie spawn tiles
+    (those a beacon lights).
+    """
     mobs = state.mobs
     kinds = jnp.asarray(config.mob_kinds())
     of_kind = kinds[None, :] == jnp.arange(NUM_KINDS)[:, None]  # (3, N)
@@ -255,6 +273,9 @@ def balance(
         & (far >= jnp.asarray(SPAWN_DISTANCE)[:, None])
         & free
     )
+    if zombie_blocked is not None:
+        blocked = zombie_blocked(candidates[C.ZOMBIE])
+        suitable = suitable.at[C.ZOMBIE].set(suitable[C.ZOMBIE] & ~blocked)
     chosen = candidates[jnp.arange(NUM_KINDS), jnp.argmax(suitable, axis=1)]
     empty = of_kind & ~mobs.alive[None, :]
     spawn_probability = jnp.stack(

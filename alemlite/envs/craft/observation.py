@@ -1,9 +1,9 @@
 """Per-agent observations: an egocentric one-hot window plus flat features.
 
-Window channels, in order: material (15, code 0 = outside the map), mob kind
+Window channels, in order: material (the 15 base materials, code 0 = outside the map), mob kind
 (zombie, skeleton, cow, arrow), teammate (standing, downed), darkness. Darkness is
-1 - daylight on every tile of the window, and 1 while sleeping (Crafter blacks out a
-sleeper's view); it is computed for the window only.
+1 - daylight on every tile of the window (0 on tiles a beacon lights), and 1 while
+sleeping (Crafter blacks out a sleeper's view); it is computed for the window only.
 
 Flat features: stats / 9, inventory / 9, sleeping, facing (one-hot), role (one-hot),
 daylight, then for each teammate in order i+1, i+2, ... (mod P): its position
@@ -12,9 +12,16 @@ downed, dead.
 
 The coordination layer appends after these: window channels for tasks (handover,
 soft sync, hard sync one-hot, quorum / P, handover window left / MAX_WINDOW) when
-tasks are on, then elites (soft, hard) when elites are on; an own feature alpha
-(after daylight); and per teammate its open request (one-hot over the 8 resources)
-when trading is on and its last message token (one-hot) when tokens are on.
+tasks are on, then elites (soft, hard) when elites are on, then construction (9, see
+`construction.site_values`: unbuilt sync site, unbuilt handover site, quorum / P,
+shelter, forge, beacon, started handover build of shelter / forge / beacon times its
+window left / MAX_WINDOW) when construction is on; own features alpha (after
+daylight) and, with construction, whether the agent holds a diamond sword; per
+teammate its open request (one-hot over the 8 resources) when trading is on and its
+last message token (one-hot) when tokens are on.
+
+The global state is every agent's observation concatenated, then with construction
+each site's row / S, column / S and its 9 values.
 
 Layouts: "flat" concatenates the flattened window and the features; "image" is
 (view_height, view_width, channels + features) with the features broadcast over
@@ -28,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft import construction
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.mobs import daylight
 from alemlite.envs.craft.state import CraftState
@@ -35,7 +43,7 @@ from alemlite.envs.craft.tasks import quorum, task_kind
 from alemlite.envs.craft.tiles import in_bounds, read_tiles
 
 TEAMMATE_RANGE = 16
-WINDOW_CHANNELS = C.NUM_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
+WINDOW_CHANNELS = C.NUM_BASE_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
 TEAMMATE_FEATURES = 5
 OWN_FEATURES = len(C.STATS) + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + C.NUM_ROLES + 1
 TASK_CHANNELS = 3 + 1 + 1
@@ -50,6 +58,7 @@ def window_channels(config: CraftConfig) -> int:
         WINDOW_CHANNELS
         + (TASK_CHANNELS if config.has_tasks else 0)
         + (ELITE_CHANNELS if config.has_elites else 0)
+        + (construction.SITE_VALUES if config.has_construction else 0)
     )
 
 
@@ -63,8 +72,16 @@ def teammate_features(config: CraftConfig) -> int:
 
 def num_features(config: CraftConfig) -> int:
     return (
-        OWN_FEATURES + int(config.has_layer) + teammate_features(config) * (config.num_agents - 1)
+        OWN_FEATURES
+        + int(config.has_layer)
+        + int(config.has_construction)
+        + teammate_features(config) * (config.num_agents - 1)
     )
+
+
+def global_state_size(config: CraftConfig) -> int:
+    sites = config.site_slots * (2 + construction.SITE_VALUES) if config.has_construction else 0
+    return config.num_agents * int(np.prod(observation_shape(config))) + sites
 
 
 def observation_shape(config: CraftConfig) -> tuple[int, ...]:
@@ -124,6 +141,22 @@ def task_planes(config: CraftConfig, state: CraftState) -> jax.Array:
     return jnp.concatenate([kind_planes, quorum_plane[..., None], left[..., None]], axis=-1)
 
 
+def construction_planes(config: CraftConfig, state: CraftState) -> jax.Array:
+    """`(P, H, W, SITE_VALUES)`: each site's values on its tile of each window."""
+    rows, cols = window_offsets(config)
+    sites = state.coordination.sites
+    relative = sites.position.astype(jnp.int32)[None] - state.agents.position[:, None]
+    present = (sites.task > 0)[None, :, None]
+    row_hit = (relative[..., 0, None] == rows) & present  # (P, Q, H)
+    col_hit = relative[..., 1, None] == cols  # (P, Q, W)
+    return jnp.einsum(
+        "pqh,pqw,qc->phwc",
+        row_hit.astype(jnp.float32),
+        col_hit.astype(jnp.float32),
+        construction.site_values(config, state),
+    )
+
+
 def _entity_planes(config: CraftConfig, origin: jax.Array, position, present, channel, count):
     """`(P, H, W, count)` indicator planes of entities at `position` in each window."""
     rows, cols = window_offsets(config)
@@ -144,7 +177,8 @@ def view_window(config: CraftConfig, state: CraftState, params: CraftParams) -> 
     """One-hot window `(P, H, W, WINDOW_CHANNELS)` float32."""
     agents, mobs, arrows = state.agents, state.mobs, state.arrows
     origin = agents.position
-    material = jax.nn.one_hot(view_materials(config, state), C.NUM_MATERIALS)
+    # Construction blocks (codes past the base materials) are all zero here.
+    material = jax.nn.one_hot(view_materials(config, state), C.NUM_BASE_MATERIALS)
     mob_position = jnp.concatenate([mobs.position, arrows.position])
     mob_kind = jnp.concatenate(
         [jnp.asarray(config.mob_kinds()), jnp.full(arrows.alive.shape, C.ARROW)]
@@ -158,8 +192,13 @@ def view_window(config: CraftConfig, state: CraftState, params: CraftParams) -> 
         config, origin, agents.position, others, (agents.status == C.DOWNED).astype(jnp.int32), 2
     )
     light = daylight(state.step, params.day_length)
-    darkness = jnp.where(agents.sleeping, 1.0, 1.0 - light)
-    dark_plane = jnp.broadcast_to(darkness[:, None, None, None], (*material.shape[:3], 1))
+    darkness = jnp.broadcast_to(1.0 - light, material.shape[:3])
+    if config.has_construction:
+        lit = construction.lit_by_beacon(
+            state.coordination.sites, window_grid(config, state), params.beacon_radius
+        )
+        darkness = jnp.where(lit, 0.0, darkness)
+    dark_plane = jnp.where(agents.sleeping[:, None, None], 1.0, darkness)[..., None]
     planes = [material, mob_planes, mate_planes, dark_plane]
     if config.has_tasks:
         planes.append(task_planes(config, state))
@@ -170,6 +209,8 @@ def view_window(config: CraftConfig, state: CraftState, params: CraftParams) -> 
                 config, origin, mobs.position, mobs.alive & (elite != C.ELITE_NONE), elite - 1, 2
             )
         )
+    if config.has_construction:
+        planes.append(construction_planes(config, state))
     return jnp.concatenate(planes, axis=-1)
 
 
@@ -189,6 +230,8 @@ def flat_features(config: CraftConfig, state: CraftState, params: CraftParams) -
     ]
     if config.has_layer:
         own.append(jnp.broadcast_to(state.coordination.alpha, (num_agents, 1)))
+    if config.has_construction:
+        own.append(state.coordination.diamond_sword[:, None])
     mates = (np.arange(num_agents)[:, None] + np.arange(1, num_agents)[None, :]) % num_agents
     relative = agents.position[mates] - agents.position[:, None, :]
     about_mates = [
@@ -219,3 +262,16 @@ def observe(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.
         )
         return jnp.concatenate([window, tiled], axis=-1)
     return jnp.concatenate([window.reshape(window.shape[0], -1), features], axis=1)
+
+
+def global_state(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
+    """Every agent's observation, then each site's position and values (map-size free)."""
+    parts = [observe(config, state, params).reshape(-1)]
+    if config.has_construction:
+        sites = state.coordination.sites
+        position = sites.position.astype(jnp.float32) / config.map_size
+        position = position * (sites.task > 0)[:, None]
+        parts.append(
+            jnp.concatenate([position, construction.site_values(config, state)], axis=1).reshape(-1)
+        )
+    return jnp.concatenate(parts)

@@ -1,9 +1,12 @@
 """RGB frames of the whole map and of each agent's view, drawn from tiny sprites.
 
-Sprites are built here from the colours in `constants.py`: textured material tiles,
-and masks for agents (a disc with a facing mark), zombies, skeletons, cows and
-arrows. Frames are jittable (`render_map`, `render_views`); `write_gif` saves a
-sequence with imageio.
+Sprites are built here from the colours in `constants.py`: textured material tiles
+(construction sites and buildings included), and masks for agents (a disc with a
+facing mark), zombies, skeletons, cows and arrows. The coordination layer adds marks:
+a corner flag on task tiles and unbuilt sites by kind (blue handover, yellow soft
+sync, red hard sync), a frame round elite mobs and large cows (gold soft, red hard),
+and light round beacons at night. Frames are jittable (`render_map`, `render_views`);
+`write_gif` saves a sequence with imageio.
 """
 
 from __future__ import annotations
@@ -16,13 +19,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft import construction
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.mobs import daylight
 from alemlite.envs.craft.observation import view_materials, window_offsets
 from alemlite.envs.craft.state import CraftState
+from alemlite.envs.craft.tasks import task_kind
 
 TILE = 8  # pixels per tile
 NIGHT_DIMMING = 0.6  # share of brightness lost at full night
+# Corner flags by task kind (none, handover, soft sync, hard sync), frames by elite kind.
+TASK_FLAG_COLOURS = np.array([(0, 0, 0), (70, 150, 255), (255, 220, 0), (230, 40, 40)], np.uint8)
+ELITE_FRAME_COLOURS = np.array([(0, 0, 0), (255, 200, 0), (230, 30, 30)], np.uint8)
 
 
 def _texture(base, accent, pattern: str) -> np.ndarray:
@@ -42,6 +50,20 @@ def _texture(base, accent, pattern: str) -> np.ndarray:
         mask = (cols == TILE // 2) & (rows >= 3) | ((rows == 3) & (abs(cols - 4) == 1))
     elif pattern == "fruit":
         mask = (rows - 4) ** 2 + (cols - 4) ** 2 <= 4
+    elif pattern == "dashes":
+        mask = ((rows == 0) | (rows == TILE - 1) | (cols == 0) | (cols == TILE - 1)) & (
+            (rows + cols) % 3 != 0
+        )
+    elif pattern == "roof":
+        mask = rows <= 3 - np.minimum(cols, TILE - 1 - cols) + 3
+        mask &= rows >= 3 - np.minimum(cols, TILE - 1 - cols)
+    elif pattern == "anvil":
+        mask = ((rows == 2) | (rows == 3)) & (cols >= 1) & (cols <= 6)
+        mask |= (rows >= 4) & (rows <= 6) & (cols >= 3) & (cols <= 4)
+    elif pattern == "star":
+        mask = (np.abs(rows - 3.5) + np.abs(cols - 3.5) <= 3) & (
+            (np.abs(rows - 3.5) < 1) | (np.abs(cols - 3.5) < 1) | (np.abs(rows - cols) < 1)
+        )
     else:
         mask = np.zeros((TILE, TILE), bool)
     tile[mask] = accent
@@ -68,6 +90,10 @@ def material_sprites() -> np.ndarray:
         C.FURNACE: (colours[C.FURNACE], (250, 120, 40), "dots"),
         C.SAPLING: (grass, colours[C.SAPLING], "sprout"),
         C.RIPE_PLANT: (grass, colours[C.RIPE_PLANT], "fruit"),
+        C.SITE: (colours[C.SITE], (110, 90, 60), "dashes"),
+        C.SHELTER: (colours[C.PATH], colours[C.SHELTER], "roof"),
+        C.FORGE: (colours[C.FORGE], (250, 120, 40), "anvil"),
+        C.BEACON: (colours[C.STONE], colours[C.BEACON], "star"),
     }
     sprites = np.zeros((C.NUM_MATERIALS, TILE, TILE, 3), np.uint8)
     for code, (base, accent, pattern) in patterns.items():
@@ -90,6 +116,9 @@ def entity_masks() -> np.ndarray:
 
 MATERIAL_SPRITES = material_sprites()
 ENTITY_MASKS = entity_masks()
+_ROWS, _COLS = np.mgrid[:TILE, :TILE]
+FLAG_MASK = _ROWS + _COLS <= 3  # a small triangle in the top-left corner
+FRAME_MASK = (_ROWS == 0) | (_ROWS == TILE - 1) | (_COLS == 0) | (_COLS == TILE - 1)
 
 
 def entity_codes(config: CraftConfig, state: CraftState, rows: jax.Array, cols: jax.Array):
@@ -133,14 +162,64 @@ def _entity_sprites(config: CraftConfig, state: CraftState):
     return colours, masks
 
 
-def _compose(config, state, materials, entities, light) -> jax.Array:
-    """Pixels `(R * TILE, W * TILE, 3)` of material and entity code grids."""
+def _marks(config: CraftConfig, state: CraftState, rows: jax.Array, cols: jax.Array):
+    """Task flag kind and elite frame kind of each tile of a `(R, W)` grid (0: none)."""
+    coordination = state.coordination
+    size = config.map_size
+    inside = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
+    byte = coordination.tile_task[jnp.clip(rows, 0, size - 1), jnp.clip(cols, 0, size - 1)]
+    flag = jnp.where(inside, task_kind(byte), C.TASK_NONE)
+    if config.has_construction:
+        sites = coordination.sites
+        unbuilt = (sites.task > 0) & (sites.building < 0)
+        site_position = sites.position.astype(jnp.int32)
+        at_site = (
+            (site_position[:, 0, None, None] == rows[None])
+            & (site_position[:, 1, None, None] == cols[None])
+            & unbuilt[:, None, None]
+        )
+        site_kind = task_kind(sites.task)[jnp.argmax(at_site, axis=0)]
+        flag = jnp.where(jnp.any(at_site, axis=0), site_kind, flag)
+    mobs = state.mobs
+    at_mob = (
+        (mobs.position[:, 0, None, None] == rows[None])
+        & (mobs.position[:, 1, None, None] == cols[None])
+        & mobs.alive[:, None, None]
+    )
+    elite = coordination.mob_elite.astype(jnp.int32)[jnp.argmax(at_mob, axis=0)]
+    return flag, jnp.where(jnp.any(at_mob, axis=0), elite, C.ELITE_NONE)
+
+
+def _light(config, state, params, rows: jax.Array, cols: jax.Array) -> jax.Array:
+    """Daylight on each tile of a `(R, W)` grid: full where a beacon shines."""
+    light = daylight(state.step, params.day_length)
+    if not config.has_construction:
+        return jnp.broadcast_to(light, rows.shape)
+    lit = construction.lit_by_beacon(
+        state.coordination.sites, jnp.stack([rows, cols], -1), params.beacon_radius
+    )
+    return jnp.where(lit, 1.0, light)
+
+
+def _compose(config, state, materials, entities, marks, light) -> jax.Array:
+    """Pixels `(R * TILE, W * TILE, 3)` of material, entity and mark grids, light `(R, W)`."""
     tiles = jnp.asarray(MATERIAL_SPRITES)[materials]  # (R, W, T, T, 3)
+    flag, elite = marks
+    tiles = jnp.where(
+        (flag > 0)[:, :, None, None, None] & jnp.asarray(FLAG_MASK)[None, None, :, :, None],
+        jnp.asarray(TASK_FLAG_COLOURS)[flag][:, :, None, None, :],
+        tiles,
+    )
     colours, masks = _entity_sprites(config, state)
     mask = masks[entities][..., None]
     tiles = jnp.where(mask, colours[entities][:, :, None, None, :], tiles)
+    tiles = jnp.where(
+        (elite > 0)[:, :, None, None, None] & jnp.asarray(FRAME_MASK)[None, None, :, :, None],
+        jnp.asarray(ELITE_FRAME_COLOURS)[elite][:, :, None, None, :],
+        tiles,
+    )
     shade = 1.0 - NIGHT_DIMMING * (1.0 - light)
-    tiles = (tiles.astype(jnp.float32) * shade).astype(jnp.uint8)
+    tiles = (tiles.astype(jnp.float32) * shade[:, :, None, None, None]).astype(jnp.uint8)
     height, width = materials.shape
     return tiles.transpose(0, 2, 1, 3, 4).reshape(height * TILE, width * TILE, 3)
 
@@ -150,21 +229,23 @@ def render_map(config: CraftConfig, state: CraftState, params: CraftParams) -> j
     size = config.map_size
     rows, cols = jnp.meshgrid(jnp.arange(size), jnp.arange(size), indexing="ij")
     entities = entity_codes(config, state, rows, cols)
-    light = daylight(state.step, params.day_length)
-    return _compose(config, state, state.map.astype(jnp.int32), entities, light)
+    marks = _marks(config, state, rows, cols)
+    light = _light(config, state, params, rows, cols)
+    return _compose(config, state, state.map.astype(jnp.int32), entities, marks, light)
 
 
 def render_views(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
     """Each agent's window `(P, H * TILE, W * TILE, 3)` uint8."""
     materials = view_materials(config, state)
     row_offsets, col_offsets = window_offsets(config)
-    light = daylight(state.step, params.day_length)
 
     def one(position, material, sleeping):
         rows = position[0] + jnp.asarray(row_offsets)[:, None] + 0 * col_offsets[None, :]
         cols = position[1] + jnp.asarray(col_offsets)[None, :] + 0 * row_offsets[:, None]
         entities = entity_codes(config, state, rows, cols)
-        return _compose(config, state, material, entities, jnp.where(sleeping, 0.0, light))
+        marks = _marks(config, state, rows, cols)
+        light = jnp.where(sleeping, 0.0, _light(config, state, params, rows, cols))
+        return _compose(config, state, material, entities, marks, light)
 
     return jax.vmap(one)(state.agents.position, materials, state.agents.sleeping)
 

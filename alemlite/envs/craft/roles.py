@@ -3,7 +3,11 @@
 Role-gated activities (constants.MATERIAL_ROLE, ACTION_ROLE): a specialist always
 succeeds; anyone else succeeds with probability 1 - alpha, or never with
 `hard_specialisation`. A failed attempt costs the turn and nothing else. Warriors deal
-double melee damage; non-foragers get half the food of a cow or a plant.
+double melee damage; non-foragers get half the food of a cow or a plant. A forager has
+double food / drink capacity, read as "each unit lasts twice as long": its hunger and
+thirst limits are doubled (FORAGER_RESERVE_FACTOR), so a full stomach and water skin
+last as long as a double-size store would, while stats keep the 0..9 scale that the
+observation, gives and eating use.
 """
 
 from __future__ import annotations
@@ -71,3 +75,8 @@ def melee_factor(num_agents: int) -> jax.Array:
 
 def food_share(num_agents: int) -> jax.Array:
     return jnp.where(agent_roles(num_agents) == C.FORAGER, 1.0, C.NON_FORAGER_FOOD_SHARE)
+
+
+def reserve_factor(num_agents: int) -> jax.Array:
+    """`(P,)` int: how many times longer each unit of food and drink lasts (foragers 2)."""
+    return jnp.where(agent_roles(num_agents) == C.FORAGER, C.FORAGER_RESERVE_FACTOR, 1)

@@ -1,8 +1,8 @@
 """The state of one Craft world: two byte grids and small fixed-size tables.
 
 Only the material grid and the per-tile task bytes scale with the map; everything
-that ticks (agents, mobs, arrows, plants, tasks, requests) lives in tables whose size
-is fixed by `CraftConfig`, so a step never sweeps the map.
+that ticks (agents, mobs, arrows, plants, tasks, requests, construction sites) lives
+in tables whose size is fixed by `CraftConfig`, so a step never sweeps the map.
 """
 
 from __future__ import annotations
@@ -56,6 +56,23 @@ class PlantState:
 
 
 @struct.dataclass
+class SiteState:
+    """Construction sites (Q = `site_slots`); the map holds SITE, then the building.
+
+    `task` is a task byte (see constants): TASK_HARD_SYNC or TASK_HANDOVER and the
+    quorum roll, 0 for an empty slot. A started handover build keeps its starter, the
+    building it started and the steps left to finish it.
+    """
+
+    position: jax.Array  # (Q, 2) int16
+    task: jax.Array  # (Q,) uint8, 0: no site in this slot
+    building: jax.Array  # (Q,) int8, -1 unbuilt, else 0 shelter, 1 forge, 2 beacon
+    starter: jax.Array  # (Q,) int8, agent that started a handover build, -1 none
+    pending: jax.Array  # (Q,) int8, building a started handover will make, -1 none
+    timer: jax.Array  # (Q,) int16, steps left to finish a started handover
+
+
+@struct.dataclass
 class CoordinationState:
     """The coordination layer's state; it keeps its empty values while the layer is off.
 
@@ -81,6 +98,11 @@ class CoordinationState:
     failed_solo: jax.Array  # () int16
     gives: jax.Array  # () int16
     revives: jax.Array  # () int16
+    # Construction: sites, diamond swords held, buildings built per kind, swords made.
+    sites: SiteState
+    diamond_sword: jax.Array  # (P,) bool
+    buildings_built: jax.Array  # (3,) int16: shelters, forges, beacons
+    diamond_swords: jax.Array  # () int16, swords made (two per forging)
 
 
 @struct.dataclass
@@ -115,6 +137,17 @@ def empty_coordination(config: CraftConfig) -> CoordinationState:
         failed_solo=jnp.int16(0),
         gives=jnp.int16(0),
         revives=jnp.int16(0),
+        sites=SiteState(
+            position=jnp.zeros((config.site_slots, 2), jnp.int16),
+            task=jnp.zeros((config.site_slots,), jnp.uint8),
+            building=jnp.full((config.site_slots,), -1, jnp.int8),
+            starter=jnp.full((config.site_slots,), -1, jnp.int8),
+            pending=jnp.full((config.site_slots,), -1, jnp.int8),
+            timer=jnp.zeros((config.site_slots,), jnp.int16),
+        ),
+        diamond_sword=jnp.zeros((agents,), bool),
+        buildings_built=jnp.zeros((C.NUM_BUILDINGS,), jnp.int16),
+        diamond_swords=jnp.int16(0),
     )
 
 

@@ -30,19 +30,30 @@ def start_sleep_or_wake(agents: AgentState, actions: jax.Array) -> tuple[AgentSt
     return agents, actions
 
 
-def update_life_stats(agents: AgentState) -> AgentState:
-    """Hunger, thirst, fatigue and health recovery for standing agents."""
+def update_life_stats(
+    agents: AgentState, reserve: jax.Array | None = None, sheltered: jax.Array | None = None
+) -> AgentState:
+    """Hunger, thirst, fatigue and health recovery for standing agents.
+
+    `reserve` `(P,)` int multiplies the hunger and thirst limits (a forager's food and
+    drink last twice as long); a sleeper with `sheltered` `(P,)` (a shelter next to
+    it) rests and recovers SHELTER_RECOVERY_FACTOR times as fast.
+    """
     alive = agents.status == C.ALIVE
     sleeping = agents.sleeping
     stats, counters = agents.stats, agents.counters
     tick = jnp.where(sleeping, C.HALF // 2, C.HALF)
+    reserve = 1 if reserve is None else reserve
+    boost = 1 if sheltered is None else jnp.where(sheltered, C.SHELTER_RECOVERY_FACTOR, 1)
 
     hunger = counters[:, C.HUNGER] + tick
-    hungry = hunger > C.HUNGER_LIMIT
+    hungry = hunger > C.HUNGER_LIMIT * reserve
     thirst = counters[:, C.THIRST] + tick
-    thirsty = thirst > C.THIRST_LIMIT
+    thirsty = thirst > C.THIRST_LIMIT * reserve
     fatigue = jnp.where(
-        sleeping, jnp.minimum(counters[:, C.FATIGUE] - C.HALF, 0), counters[:, C.FATIGUE] + C.HALF
+        sleeping,
+        jnp.minimum(counters[:, C.FATIGUE] - C.HALF * boost, 0),
+        counters[:, C.FATIGUE] + C.HALF,
     )
     rested = fatigue < C.REST_LIMIT
     tired = fatigue > C.FATIGUE_LIMIT
@@ -52,7 +63,9 @@ def update_life_stats(agents: AgentState) -> AgentState:
 
     necessities = (food > 0) & (drink > 0) & ((energy > 0) | sleeping)
     recover = counters[:, C.RECOVER] + jnp.where(
-        necessities, jnp.where(sleeping, 2 * C.HALF, C.HALF), jnp.where(sleeping, -1, -C.HALF)
+        necessities,
+        jnp.where(sleeping, 2 * C.HALF * boost, C.HALF),
+        jnp.where(sleeping, -1, -C.HALF),
     )
     heal = recover > C.RECOVER_LIMIT
     hurt = recover < C.DEGEN_LIMIT

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import elites
+from alemlite.envs.craft import construction, elites
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.randomness import draw_uniforms
 from alemlite.envs.craft.state import (
@@ -198,6 +198,11 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
     centre = size // 2 - spread + jnp.floor(draws["centre"] * (2 * spread + 1)).astype(jnp.int32)
     material = terrain(draws, size, centre)
     material = stamp_essentials(draws["compass"], material, centre)
+    # The coordination layer draws from keys of its own: the base world stays as it is.
+    if config.has_construction:
+        material, sites = construction.lay_sites(
+            jax.random.fold_in(key, 3), config, material, centre
+        )
 
     mob_kinds = config.mob_kinds()
     cow_position, cow_found = sample_spawn_positions(
@@ -216,7 +221,6 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
         np.array([C.ZOMBIE_HEALTH, C.SKELETON_HEALTH, C.COW_HEALTH])[mob_kinds], jnp.int32
     )
 
-    # The coordination layer draws from keys of its own: the base world stays as it is.
     coordination = (
         lay_tasks(jax.random.fold_in(key, 1), config, material)
         if config.has_tasks
@@ -230,6 +234,8 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
             config, coordination.mob_elite, mob_health, alive, elite_draws
         )
         coordination = coordination.replace(mob_elite=mob_elite)
+    if config.has_construction:
+        coordination = coordination.replace(sites=sites)
 
     agent_position = centre[None, :] + jnp.asarray(START_OFFSETS[: config.num_agents])
     return CraftState(
