@@ -1,0 +1,206 @@
+"""The study's statistics and report, built from small known per-episode arrays."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from alemlite.stats import hedges_g, welch_t_test
+from baselines.common.curriculum import CurriculumConfig
+from benchmarks.coordination_study import (
+    CONCLUSIONS_HEADING,
+    SCALES,
+    StudyConfig,
+    comparison,
+    curriculum_table,
+    kept_conclusions,
+    markdown_report,
+    outcome,
+    plot_study,
+    run_result,
+    train_config,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def episodes(returns, meals, seeds=2):
+    """Per-episode arrays `(seeds, episodes)` with the given returns and meals."""
+    returns = np.asarray(returns, float).reshape(seeds, -1)
+    meals = np.asarray(meals, float).reshape(seeds, -1)
+    return {
+        "episode_return": returns,
+        "meals_total": meals,
+        "deadlock": meals < 0,  # never
+        "fairness": np.ones_like(returns),
+        "starvation": np.zeros_like(returns),
+    }
+
+
+def fake_run(method, size, reward, shift):
+    untrained = episodes(RNG.normal(0.6, 0.05, 8), RNG.integers(1, 9, 8))
+    # The final actor waits in 3 of its 8 episodes (zero meals), the best never does.
+    final = episodes(RNG.normal(0.6 + shift, 0.05, 8), [0, 0, 4, 5, 0, 6, 7, 8])
+    best = episodes(RNG.normal(0.7 + shift, 0.05, 8), [3, 4, 4, 5, 6, 6, 7, 8])
+    references = {"resource_ordering": episodes(RNG.normal(0.77, 0.01, 4), [22] * 4, seeds=1)}
+    info = {
+        "algorithm": method,
+        "reward": reward,
+        "num_philosophers": size,
+        "num_seeds": 2,
+        "num_envs": 16,
+        "num_updates": 10,
+        "env_steps_per_seed": 5120,
+        "agent_steps_per_seed": 5120 * size,
+        "wall_s": 12.0,
+        "best_update_per_seed": [5, 10],
+        "validation_curve": [(0, [0.6, 0.61]), (2560, [0.65, 0.7]), (5120, [0.7, 0.72])],
+    }
+    run = run_result(
+        {"initial": untrained, "final": final, "best": best}, references, info
+    )  # fmt: skip
+    return run, untrained, final, best, references
+
+
+def test_comparisons_are_welch_and_hedges_of_alemlite_stats_on_known_numbers():
+    a = np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0]])
+    b = np.array([[0.0, 1.0, 1.0, 2.0], [0.5, 0.5, 1.5, 1.0]])
+    result = comparison(a, b)
+    t, p = welch_t_test(a.ravel(), b.ravel())
+    assert result["welch_t"] == pytest.approx(t) and result["welch_p"] == pytest.approx(p)
+    assert result["hedges_g"] == pytest.approx(hedges_g(a.ravel(), b.ravel()))
+    assert result["difference"] == pytest.approx(3.0 - 0.9375)
+    # Over seed means: [2.5, 3.5] against [1.0, 0.875].
+    assert result["seed_welch_p"] == pytest.approx(welch_t_test([2.5, 3.5], [1.0, 0.875])[1])
+    # One seed: no test over seeds.
+    assert np.isnan(comparison(a[:1], b)["seed_welch_p"])
+
+
+def test_outcome_counts_zero_meal_episodes_and_a_ci_across_seeds():
+    result = outcome(episodes([0.75] * 4 + [1.0, 0.5, 1.0, 0.5], [0, 0, 0, 0, 3, 0, 2, 1]))
+    zero = result["episodes"]["zero_meals"]
+    assert zero["mean"] == pytest.approx(5 / 8) and zero["ci"] == "wilson"
+    assert result["return_per_seed"] == pytest.approx([0.75, 0.75])
+    across = result["return_across_seeds"]
+    assert across["mean"] == across["low"] == across["high"] == pytest.approx(0.75)
+    assert result["episodes"]["meals_total"]["mean"] == pytest.approx(6 / 8)
+    assert result["episodes"]["deadlock"]["mean"] == 0.0
+
+
+def test_run_result_compares_each_checkpoint_with_its_untrained_start_and_the_reference():
+    run, untrained, final, best, references = fake_run("grpo", 5, "paper", 0.0)
+    comparisons = run["comparisons"]
+    assert comparisons["best_vs_initial"]["hedges_g"] == pytest.approx(
+        hedges_g(best["episode_return"].ravel(), untrained["episode_return"].ravel())
+    )
+    assert comparisons["final_vs_resource_ordering"]["welch_p"] == pytest.approx(
+        welch_t_test(
+            final["episode_return"].ravel(),
+            references["resource_ordering"]["episode_return"].ravel(),
+        )[1]
+    )
+    assert run["final"]["episodes"]["zero_meals"]["mean"] == pytest.approx(3 / 8)
+    assert run["best"]["episodes"]["zero_meals"]["mean"] == 0.0
+
+
+def fake_results():
+    settings = {}
+    for reward in ("paper", "shaped"):
+        for size in (5, 15):
+            runs = {
+                m: fake_run(m, size, reward, 0.1 * i)[0] for i, m in enumerate(("grpo", "srpo"))
+            }
+            anchors = {
+                name: outcome(episodes([0.75] * 4, [0] * 4 if name == "all_wait" else [8] * 4, 1))
+                for name in ("resource_ordering", "backoff", "uniform_random", "all_wait")
+            }
+            settings[f"{reward}-{size}"] = {
+                "reward": reward,
+                "num_philosophers": size,
+                "references": anchors,
+                "methods": runs,
+            }
+    direct, *_ = fake_run("grpo", 15, "shaped", 0.0)
+    curriculum, _, final, best, _ = fake_run("grpo", 15, "shaped", 0.2)
+    curriculum["curriculum"] = {
+        "sizes": [5, 15],
+        "final_stage": 1,
+        "final_size": 15,
+        "stage_per_checkpoint": [(2560, 5), (5120, 15)],
+    }
+    pair = {
+        "direct": direct,
+        "curriculum": curriculum,
+        "comparisons": {
+            "final_curriculum_vs_direct": comparison(
+                final["episode_return"], final["episode_return"]
+            ),
+            "best_curriculum_vs_direct": comparison(
+                best["episode_return"], final["episode_return"]
+            ),
+        },
+    }
+    config = dataclasses.asdict(StudyConfig(sizes=(5, 15), methods=("grpo", "srpo")))
+    return {
+        "machine": {
+            **{key: "x" for key in ("processor", "platform", "device_kind", "python", "date")},
+            **{"cpu_count": 2, "jax_version": "0.1", "commit": "abc"},
+        },
+        "config": config,
+        "budget": dataclasses.asdict(SCALES["cpu"]),
+        "settings": settings,
+        "curriculum": {"grpo": pair},
+        "wall_s": 600.0,
+        "train_wall_s": 540.0,
+    }
+
+
+def test_report_holds_the_tables_figures_and_kept_conclusions(tmp_path):
+    results = fake_results()
+    figures = plot_study(results, tmp_path)
+    assert {path.name for path in figures.values()} == {
+        "study_curves_paper.png",
+        "study_curves_shaped.png",
+        "study_final_returns.png",
+        "study_curriculum.png",
+    }
+    assert all(path.stat().st_size > 0 for path in figures.values())
+    conclusions = f"{CONCLUSIONS_HEADING}\n\nGRPO waited.\n"
+    old_report = f"# old\n\nold tables\n\n{conclusions}"
+    report = markdown_report(results, figures, tmp_path, kept_conclusions(old_report))
+    assert report.endswith(conclusions) and "old tables" not in report
+    assert "python -m benchmarks.coordination_study" in report
+    assert "![learning curves, paper reward](study_curves_paper.png)" in report
+    paper_optimum = report.split("zero-meal optimum?")[1].split("![")[0]
+    grpo_rows = [line for line in paper_optimum.splitlines() if line.startswith("| GRPO | 5 |")]
+    # final: 3 of 8 episodes without a meal (Wilson interval); best: none.
+    assert len(grpo_rows) == 1 and "| 0.38 [0.14, 0.69] |" in grpo_rows[0]
+    assert grpo_rows[0].rstrip().endswith("| 0.00 [0.00, 0.32] |")
+    run = results["settings"]["shaped-15"]["methods"]["srpo"]
+    g = run["comparisons"]["final_vs_initial"]["hedges_g"]
+    assert "| SRPO | 15 |" in report and f"{g:+.2f} (p " in report
+    assert (
+        "| all_wait | 5 | 0.75 | 0.0 | 0.00 [0.00, 0.49] | 1.00 | 1.00 [0.51, 1.00] | |" in report
+    )
+    assert markdown_report(results, figures, tmp_path).endswith(
+        "Not yet written for these numbers.\n"
+    )
+
+
+def test_curriculum_rows_name_the_last_size_and_the_tests():
+    rows = curriculum_table(fake_results()["curriculum"])
+    assert rows[2].startswith("| GRPO | direct |") and "| 15 |" in rows[2]
+    assert rows[3].startswith("| GRPO | curriculum |") and rows[3].count("(p ") == 2
+
+
+def test_teamtr_gets_the_same_table_steps_in_one_update_per_seat():
+    budget = dataclasses.replace(SCALES["cpu"], num_updates=150)
+    curriculum = CurriculumConfig(sizes=(5, 10, 15))
+    ippo = train_config(budget, "ippo", 15, "paper", "runs/x")
+    teamtr = train_config(budget, "teamtr", 15, "paper", "runs/x")
+    assert (ippo.num_updates, teamtr.num_updates) == (150, 10)
+    # 12 checkpoints: every 12 updates in chunks of 6 (dividing 150 and 12); TeamTR every one.
+    assert (ippo.eval_interval, ippo.updates_per_chunk) == (12, 6)
+    assert (teamtr.eval_interval, teamtr.updates_per_chunk) == (1, 1)
+    staged = train_config(budget, "ippo", 15, "shaped", "runs/x", curriculum)
+    assert staged.env_kwargs()["max_philosophers"] == 15 and staged.num_updates == 150
