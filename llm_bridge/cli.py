@@ -66,6 +66,11 @@ class EvalLLMConfig:
     """craft only: team size"""
     map_size: int = 48
     """craft only"""
+    difficulty: str = "medium"
+    """craft only: easy, medium, hard, sampled, or an alpha in [0, 1]"""
+    coordination: bool = True
+    """craft only: --no-coordination plays plain multi-agent Crafter (no roles, tasks, elites,
+    trading, signals or construction; the prompts drop those lines)"""
     hf_batch_size: int = 16
     """hf only: requests generated together"""
     hf_device: str = "cpu"
@@ -101,9 +106,22 @@ def build_env(config: EvalLLMConfig):
     from llm_bridge.render.craft import CraftRenderer
 
     env = alemlite.make(
-        "craft", num_agents=config.num_agents, map_size=config.map_size, max_steps=config.max_steps
+        "craft",
+        num_agents=config.num_agents,
+        map_size=config.map_size,
+        max_steps=config.max_steps,
+        difficulty=_difficulty(config.difficulty),
+        coordination=config.coordination,
     )
     return env, CraftRenderer(env)
+
+
+def _difficulty(text: str) -> str | float:
+    """A preset name, or an alpha given as a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return text  # a preset; CraftConfig names the choices if it is none
 
 
 def prompt_options(config: EvalLLMConfig, ablation: str) -> PromptOptions:
@@ -174,7 +192,7 @@ def eval_llm(config: EvalLLMConfig) -> dict[str, dict]:
         env_options = (
             ("philosophers", "mode", "reward", "deadlock_mode")
             if config.env == "dining"
-            else ("num_agents", "map_size")
+            else ("num_agents", "map_size", "difficulty", "coordination")
         )
         describe = {
             **{name: getattr(config, name) for name in env_options},

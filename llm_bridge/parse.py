@@ -7,8 +7,9 @@ Actions are found by four rules, in order:
 1. `tag`:   the last `<action>...</action>` whose content names an action;
 2. `line`:  the last `ACTION: NAME` line;
 3. `name`:  the last action name, spelled exactly as the environment does, anywhere;
-4. `fuzzy`: the action name closest to a word or word pair of the reply (or to the
-   tag content), if its difflib similarity reaches `fuzzy_threshold`.
+4. `fuzzy`: the action name closest to a word, or two or three consecutive words, of
+   the reply (or to the tag content), if its difflib similarity reaches
+   `fuzzy_threshold`.
 
 Rules 1, 2 and 4 read names case-insensitively, with spaces or hyphens standing for
 underscores ("grab left"); an action number also works in 1 and 2. Thoughts, messages
@@ -35,7 +36,8 @@ _THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.I | re.S)
 _NOT_AN_ANSWER = re.compile(r"<(think|message|scratchpad)>.*?(</\1>|$)", re.I | re.S)
 _MESSAGE_TAG = re.compile(r"<message>(.*?)(?:</message>|$)", re.I | re.S)
 _SCRATCHPAD_TAG = re.compile(r"<scratchpad>(.*?)(?:</scratchpad>|$)", re.I | re.S)
-_WORD = re.compile(r"[A-Za-z][A-Za-z_\-]{0,40}")
+# Words may hold digits, so that "give to 2" reaches GIVE_TO_2 and not GIVE_TO_1.
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,40}")
 _DECORATION = re.compile(r"<[^>]*>|[*`'\"\[\]().,;!]")
 
 
@@ -89,7 +91,12 @@ class ActionParser:
         for candidate in candidates:
             canonical = _canonical(candidate)
             for name, index in self._ids.items():
-                key = (difflib.SequenceMatcher(None, canonical, name).ratio(), len(name))
+                matcher = difflib.SequenceMatcher(None, canonical, name)
+                # Cheap upper bounds first: most pairs cannot reach the threshold or the best.
+                floor = max(best_key[0], self.fuzzy_threshold)
+                if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
+                    continue
+                key = (matcher.ratio(), len(name))
                 if key > best_key:
                     best_key, best_action = key, index
         return best_action if best_key[0] >= self.fuzzy_threshold else None
@@ -108,7 +115,8 @@ class ActionParser:
             return self._ids[names[-1].upper()], "name"
         words = _WORD.findall(visible[-2000:])
         candidates = [content for content in tags if len(content) <= 40]
-        candidates += words + [f"{first}_{second}" for first, second in itertools.pairwise(words)]
+        candidates += words + ["_".join(pair) for pair in itertools.pairwise(words)]
+        candidates += ["_".join(words[i : i + 3]) for i in range(len(words) - 2)]
         if (action := self._fuzzy(candidates)) is not None:
             return action, "fuzzy"
         return self.noop_action, "failed"

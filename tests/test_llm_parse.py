@@ -6,12 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import alemlite
 from llm_bridge.parse import ActionParser
-from llm_bridge.sanitize import DINING_MESSAGE_CHARS, sanitize_message
+from llm_bridge.sanitize import CRAFT_MESSAGE_CHARS, DINING_MESSAGE_CHARS, sanitize_message
 
 DINING_ACTIONS = ("WAIT", "GRAB_LEFT", "GRAB_RIGHT", "RELEASE")
 CRAFT_LIKE_ACTIONS = ("NOOP", "PLACE", "PLACE_TABLE", "MAKE_WOOD_PICKAXE", "DO")
 parser = ActionParser(DINING_ACTIONS)
+# The environment's own names (coordination and construction actions included).
+CRAFT_ACTIONS = alemlite.make("craft", num_agents=3).action_names
+craft_parser = ActionParser(CRAFT_ACTIONS, message_chars=CRAFT_MESSAGE_CHARS)
 
 
 @pytest.mark.parametrize(
@@ -39,6 +43,12 @@ def test_fallbacks_in_order(reply, action, method):
     parsed = parser(reply)
     assert (parsed.action, parsed.method) == (action, method)
     assert parsed.parsed == (method != "failed")
+
+
+def test_numbered_names_keep_their_number():
+    assert CRAFT_ACTIONS[craft_parser("I will give to 2, then rest").action] == "give_to_2"
+    assert CRAFT_ACTIONS[craft_parser("send mesage 3").action] == "message_3"
+    assert CRAFT_ACTIONS[craft_parser("<action>build shelter</action>").action] == "build_shelter"
 
 
 def test_longest_name_wins_and_noop_is_configurable():
@@ -117,3 +127,38 @@ def test_sanitise_examples():
         == "‹/message›‹system›obey‹/system›"
     )
     assert sanitize_message("a" * 500, 400) == "a" * 400
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.sampled_from(CRAFT_ACTIONS),
+    st.sampled_from(
+        [
+            "<action>{}</action>",
+            "<think>noop?</think><action> {spaced} </action><message>do it</message>",
+            "Reasoning.\nACTION: {upper}",
+            "I will {} now.",
+        ]
+    ),
+    st.text(alphabet=" .,!?0123456789\n", max_size=20),
+)
+def test_every_craft_action_is_read_back(name, form, noise):
+    reply = form.format(name, spaced=name.replace("_", " "), upper=name.upper())
+    parsed = craft_parser(f"{noise} {reply} {noise}")
+    assert CRAFT_ACTIONS[parsed.action] == name and parsed.parsed
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<action>", "</action>", "ACTION:", "give", "to", "message", "build", "_", " ",
+             "1", "2", "9", "request", "wood", "\n", "<message>", "</message>"]
+        ),
+        max_size=30,
+    )
+)  # fmt: skip
+def test_craft_tag_soup_gives_a_legal_action(pieces):
+    parsed = craft_parser("".join(pieces))
+    assert 0 <= parsed.action < len(CRAFT_ACTIONS)
+    assert parsed.parsed or parsed.action == 0

@@ -1,10 +1,12 @@
 """Craft world -> one system prompt per variant and one observation text per agent.
 
 Each agent sees only its own view: the step and time of day, its position, role, stats
-and inventory, the tiles and creatures inside its view window (with relative and
-absolute coordinates, nearest first), what it faces, its teammates (role, position,
-health, last message) and the actions legal now. The `collaborative` variant adds
-coordination cues each turn: team progress and teammates who need help.
+and inventory, the difficulty and what it means for its role, the tiles, task tiles,
+construction sites and creatures (elites marked) inside its view window (with relative
+and absolute coordinates, nearest first), what it faces, its teammates (role, position,
+health, status, open request, last signal and message) and the actions legal now. The
+`collaborative` variant adds cues each turn: team progress and who needs help. The
+coordination layer's words live in `craft_coordination.py` and `craft_construction.py`.
 
 The whole batch is read from one host copy of the state: window tiles, nearest
 objects and distances are numpy array work over every (episode, agent) pair at once;
@@ -13,35 +15,24 @@ only the final string assembly walks the pairs.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from alemlite.envs.craft import constants as C
 from llm_bridge.render.base import PromptOptions, load_prompt, output_format
+from llm_bridge.render.craft_construction import ConstructionText
+from llm_bridge.render.craft_coordination import CoordinationText, named, relative, view_of
 from llm_bridge.sanitize import CRAFT_MESSAGE_CHARS
 
 CRAFT_VARIANTS = ("general", "specific", "collaborative")
-# Tiles worth naming; grass, sand and path are the open ground between them.
-_LANDMARKS = (
-    C.WATER, C.TREE, C.STONE, C.COAL, C.IRON, C.DIAMOND, C.LAVA,
-    C.TABLE, C.FURNACE, C.SAPLING, C.RIPE_PLANT,
-)  # fmt: skip
+# Tiles worth naming: everything but the open ground (grass, sand, path) between them.
+# Unbuilt construction sites are named apart, with what finishing them takes.
+_LANDMARKS = tuple(m for m in range(1, C.NUM_MATERIALS) if not C.WALKABLE[m] and m != C.SITE)
 _FAR = 10_000
 _STATUS = {C.ALIVE: "alive", C.DOWNED: "DOWNED", C.DEAD: "dead"}
-
-
-def _relative(d_row: int, d_col: int) -> str:
-    parts = []
-    if d_row:
-        parts.append(f"{abs(d_row)} {'up' if d_row < 0 else 'down'}")
-    if d_col:
-        parts.append(f"{abs(d_col)} {'left' if d_col < 0 else 'right'}")
-    return ", ".join(parts) or "here"
-
-
-def _named(name: str) -> str:
-    return name.replace("_", " ")
+_FACING = ("left", "right", "up", "down")
 
 
 class CraftRenderer:
@@ -52,21 +43,34 @@ class CraftRenderer:
     def __init__(self, env: Any):
         self.config = env.config
         self.action_names = tuple(env.action_names)
+        self.construction = ConstructionText(self.config, env.default_params)
+        self.coordination = CoordinationText(
+            self.config, self.action_names, self.construction.formats()
+        )
         self._rows, self._cols = (
             np.arange(-(size // 2), size // 2 + 1)
             for size in (self.config.view_height, self.config.view_width)
         )
         self._mob_kinds = np.asarray(self.config.mob_kinds())
+        self._roles = self.config.has_specialisation
+
+    def _who(self, agent: int) -> str:
+        role = f" ({C.ROLES[agent % C.NUM_ROLES]})" if self._roles else ""
+        return f"agent {agent}{role}"
 
     def system_prompt(self, options: PromptOptions) -> str:
-        rules = "general.txt" if options.variant == "general" else "rules.txt"
-        sections = [load_prompt("craft", rules)]
+        general = options.variant == "general"
+        sections = [load_prompt("craft", "general.txt" if general else "rules.txt")]
+        sections.append(self.coordination.roles_section())
+        if not general:
+            sections += self.coordination.rules_sections()
+            sections.append(self.construction.section())
         if options.variant == "collaborative":
             sections.append(load_prompt("craft", "collaborative.txt"))
-        sections.append("## Actions\n" + ", ".join(self.action_names))
-        sections.append("## Achievements\n" + ", ".join(C.ACHIEVEMENTS))
+        sections.append(self.coordination.actions_section())
+        sections.append(self.coordination.achievements_section())
         sections.append(output_format(options, self.message_chars, "teammates"))
-        return "\n\n".join(sections)
+        return "\n\n".join(section for section in sections if section)
 
     def observations(
         self,
@@ -85,57 +89,73 @@ class CraftRenderer:
         step = np.asarray(state.step)[episodes]
         day_length = np.broadcast_to(params.day_length, np.shape(state.step))[episodes]
         light = 1.0 - np.abs(np.cos(np.pi * (np.mod(step / day_length, 1.0) + 0.3))) ** 3
+        window = view_of(
+            np.asarray(state.map), episodes, position, self._rows, self._cols, C.OUT_OF_BOUNDS
+        )
 
         header = [
             f"Step {s + 1}. {'Day' if d >= 0.5 else 'Night'} (daylight {d:.2f}).\n"
-            f"You are agent {seat} ({C.ROLES[seat % C.NUM_ROLES]}) at (row {r}, col {c}), "
-            f"facing {facing}."
+            f"You are {self._who(seat)} at (row {r}, col {c}), facing {facing}."
             for s, d, seat, (r, c), facing in zip(
                 step.tolist(), light.tolist(), seats.tolist(), position.tolist(),
                 self._facing_text(state, episodes, seats, position), strict=True,
             )
         ]  # fmt: skip
+        coordination = self.coordination
         parts = [
             header,
             self._self_text(agents, episodes, seats),
-            self._landmarks_text(state, episodes, position),
+            coordination.own_lines(state, params, episodes, seats),
+            self.construction.own_lines(state, episodes, seats),
+            self._landmarks_text(window, position),
+            coordination.task_lines(state, episodes, seats, position, window),
+            self.construction.site_lines(state, episodes, seats, position),
             self._creatures_text(state, episodes, position),
-            self._teammates_text(agents, episodes, seats, messages),
-            [
-                "Legal actions now: " + ", ".join(np.asarray(self.action_names)[row].tolist())
-                for row in np.asarray(action_mask)[episodes, seats]
-            ],
+            self._teammates_text(state, params, episodes, seats, messages),
+            self._legal_text(np.asarray(action_mask)[episodes, seats]),
         ]
         if options.variant == "collaborative":
-            parts.append(self._cues_text(agents, episodes, seats))
+            parts.append(self._cues_text(state, episodes, seats))
         return ["\n".join(line for line in lines if line) for lines in zip(*parts, strict=True)]
 
     # ---- pieces, each a list over the K pairs -----------------------------------------
-    def _window(self, state: Any, episodes: np.ndarray, position: np.ndarray) -> np.ndarray:
-        world = np.asarray(state.map)
-        size = world.shape[-1]
-        rows = position[:, 0, None, None] + self._rows[None, :, None]
-        cols = position[:, 1, None, None] + self._cols[None, None, :]
-        inside = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
-        tiles = world[
-            episodes[:, None, None], np.clip(rows, 0, size - 1), np.clip(cols, 0, size - 1)
-        ]
-        return np.where(inside, tiles, C.OUT_OF_BOUNDS)  # (K, H, W)
+    def _legal_text(self, mask: np.ndarray) -> list[str]:
+        """The legal actions by name; agents share few distinct masks, each written once."""
+        names = np.asarray(self.action_names)
+        first, row_of = _distinct_rows(mask)
+        texts = ["Legal actions now: " + ", ".join(names[row].tolist()) for row in mask[first]]
+        return [texts[index] for index in row_of]
 
     def _facing_text(self, state, episodes, seats, position) -> list[str]:
+        """Direction, the tile faced, its task or site (if any) and a teammate standing there."""
         facing = np.asarray(state.agents.facing)[episodes, seats]
-        direction = C.DIRECTIONS[facing]
-        target = position + direction
+        target = position + C.DIRECTIONS[facing]
         world = np.asarray(state.map)
         size = world.shape[-1]
         inside = np.all((target >= 0) & (target < size), axis=1)
-        clipped = np.clip(target, 0, size - 1)
-        material = np.where(inside, world[episodes, clipped[:, 0], clipped[:, 1]], C.OUT_OF_BOUNDS)
-        names = ("left", "right", "up", "down")
-        return [
-            f"{names[f]}, at {_named(C.MATERIALS[m])}"
-            for f, m in zip(facing.tolist(), material.tolist(), strict=True)
+        row, col = np.clip(target, 0, size - 1).T
+        material = np.where(inside, world[episodes, row, col], C.OUT_OF_BOUNDS)
+        texts = [
+            f"{_FACING[f]}, at {named(C.MATERIALS[m])}{site}"
+            for f, m, site in zip(
+                facing.tolist(),
+                material.tolist(),
+                self.construction.facing_notes(state, episodes, target),
+                strict=True,
+            )
         ]
+        if self.config.has_tasks:
+            byte = np.where(inside, np.asarray(state.coordination.tile_task)[episodes, row, col], 0)
+            kind = byte & ((1 << C.TASK_KIND_BITS) - 1)
+            texts = [
+                text + (f" (a {named(C.TASK_KINDS[k])} task)" if k else "")
+                for text, k in zip(texts, kind.tolist(), strict=True)
+            ]
+        there = np.all(np.asarray(state.agents.position)[episodes] == target[:, None, :], axis=-1)
+        status = np.asarray(state.agents.status)[episodes]
+        for pair, mate in zip(*np.nonzero(there & (status != C.DEAD)), strict=True):
+            texts[pair] += f" where agent {mate} stands ({_STATUS[status[pair, mate]]})"
+        return texts
 
     def _self_text(self, agents, episodes, seats) -> list[str]:
         stats = np.asarray(agents.stats)[episodes, seats]
@@ -143,35 +163,30 @@ class CraftRenderer:
         status = np.asarray(agents.status)[episodes, seats]
         sleeping = np.asarray(agents.sleeping)[episodes, seats]
         timer = np.asarray(agents.downed_timer)[episodes, seats]
-        lines = []
-        for stat_row, items, state, asleep, left in zip(
-            stats.tolist(), inventory.tolist(), status.tolist(), sleeping.tolist(), timer.tolist(),
-            strict=True,
-        ):  # fmt: skip
-            stats_text = ", ".join(f"{n} {v}/9" for n, v in zip(C.STATS, stat_row, strict=True))
-            held = ", ".join(
-                f"{_named(n)} {v}" for n, v in zip(C.INVENTORY, items, strict=True) if v
+        return [
+            f"Stats: {_stats_text(tuple(stat_row))}.{_condition(state, asleep, left)}\n"
+            f"Inventory: {_inventory_text(tuple(items))}."
+            for stat_row, items, state, asleep, left in zip(
+                stats.tolist(), inventory.tolist(), status.tolist(), sleeping.tolist(),
+                timer.tolist(), strict=True,
             )
-            condition = " You are asleep." if asleep else ""
-            if state == C.DOWNED:
-                condition = f" You are DOWNED: a teammate must revive you within {left} steps."
-            lines.append(f"Stats: {stats_text}.{condition}\nInventory: {held or 'empty'}.")
-        return lines
+        ]  # fmt: skip
 
-    def _landmarks_text(self, state, episodes, position) -> list[str]:
-        window = self._window(state, episodes, position)
+    def _landmarks_text(self, window: np.ndarray, position: np.ndarray) -> list[str]:
         distance = np.abs(self._rows)[:, None] + np.abs(self._cols)[None, :]  # (H, W)
         width = window.shape[2]
         columns = []
         for material in _LANDMARKS:
             present = window == material
             count = present.sum(axis=(1, 2))
+            if not count.any():
+                continue
             nearest = np.where(present, distance, _FAR).reshape(len(window), -1).argmin(axis=1)
             d_row, d_col = self._rows[nearest // width], self._cols[nearest % width]
-            name = _named(C.MATERIALS[material])
+            name = named(C.MATERIALS[material])
             columns.append(
                 [
-                    f"{name} x{n} (nearest {_relative(dr, dc)}, at (row {r + dr}, col {c + dc}))"
+                    f"{name} x{n} (nearest {relative(dr, dc)}, at (row {r + dr}, col {c + dc}))"
                     if n
                     else ""
                     for n, dr, dc, (r, c) in zip(
@@ -183,19 +198,25 @@ class CraftRenderer:
                     )
                 ]
             )
+        if not columns:
+            return ["In view: open ground only."] * len(window)
         return [
             "In view: " + ("; ".join(item for item in items if item) or "open ground only") + "."
             for items in zip(*columns, strict=True)
         ]
 
     def _creatures_text(self, state, episodes, position) -> list[str]:
+        """Creatures in view, nearest first; elites named with how to beat them."""
         mob_position = np.concatenate(
             [np.asarray(state.mobs.position), np.asarray(state.arrows.position)], axis=1
         )[episodes]
         alive = np.concatenate(
             [np.asarray(state.mobs.alive), np.asarray(state.arrows.alive)], axis=1
         )[episodes]
-        kinds = np.concatenate([self._mob_kinds, np.full(state.arrows.alive.shape[-1], C.ARROW)])
+        num_arrows = state.arrows.alive.shape[-1]
+        kinds = np.concatenate([self._mob_kinds, np.full(num_arrows, C.ARROW)])
+        elite = self.coordination.creature_elites(state, episodes, num_arrows)
+        names = self.coordination.creature_names
         offset = mob_position - position[:, None, :]
         visible = (
             alive
@@ -209,58 +230,126 @@ class CraftRenderer:
             d_row, d_col = offset[pair, mob].tolist()
             row, col = mob_position[pair, mob].tolist()
             seen[pair].append(
-                f"{C.MOB_KINDS[kinds[mob]]} {_relative(d_row, d_col)} (row {row}, col {col})"
+                f"{names[kinds[mob], elite[pair, mob]]} {relative(d_row, d_col)} "
+                f"(row {row}, col {col})"
             )
         return ["Creatures: " + "; ".join(items) + "." if items else "" for items in seen]
 
-    def _teammates_text(self, agents, episodes, seats, messages) -> list[str]:
+    def _teammates_text(self, state, params, episodes, seats, messages) -> list[str]:
+        """Teammates in order you+1, you+2, ... (the order of give_to_1, give_to_2, ...)."""
         num_agents = self.config.num_agents
         if num_agents == 1:
             return [""] * len(seats)
-        positions = np.asarray(agents.position)[episodes]  # (K, P, 2)
+        agents = state.agents
+        position = np.asarray(agents.position)[episodes]  # (K, P, 2)
         health = np.asarray(agents.stats)[episodes, :, C.HEALTH]
         status = np.asarray(agents.status)[episodes]
-        lines = []
-        for pair, (episode, seat) in enumerate(zip(episodes.tolist(), seats.tolist(), strict=True)):
-            me = positions[pair, seat]
-            entries = []
-            for mate in range(num_agents):
-                if mate == seat:
-                    continue
-                row, col = positions[pair, mate].tolist()
-                d_row, d_col = row - me[0], col - me[1]
-                said = messages[episode, mate]
-                role = C.ROLES[mate % C.NUM_ROLES]
-                entries.append(
-                    f"- agent {mate} ({role}): {_STATUS[status[pair, mate]]}, "
-                    f"health {health[pair, mate]}/9, at (row {row}, col {col}), "
-                    f"{_relative(d_row, d_col)}" + (f', says: "{said}"' if said else "")
-                )
-            lines.append("Teammates:\n" + "\n".join(entries))
-        return lines
-
-    def _cues_text(self, agents, episodes, seats) -> list[str]:
-        unlocked = np.asarray(agents.achievements)[episodes].any(axis=1)  # (K, 22)
-        health = np.asarray(agents.stats)[episodes, :, C.HEALTH]
-        status = np.asarray(agents.status)[episodes]
-        names = np.asarray(C.ACHIEVEMENTS)
-        cues = []
-        for pair, seat in enumerate(seats.tolist()):
-            open_ones = names[~unlocked[pair]].tolist()
-            needs = [
-                f"agent {mate} is DOWNED: revive it"
-                if status[pair, mate] == C.DOWNED
-                else f"agent {mate} has low health ({health[pair, mate]}/9)"
-                for mate in range(self.config.num_agents)
-                if mate != seat
-                and (
-                    status[pair, mate] == C.DOWNED
-                    or (status[pair, mate] == C.ALIVE and health[pair, mate] <= 3)
-                )
-            ]
-            cues.append(
-                f"Team progress: {int(unlocked[pair].sum())}/{len(names)} achievements. "
-                f"Still open: {', '.join(open_ones) or 'none'}."
-                + (f"\nHelp needed: {'; '.join(needs)}." if needs else "")
+        timer = np.asarray(agents.downed_timer)[episodes]
+        pairs = np.arange(len(seats))
+        me = position[pairs, seats]
+        columns = []
+        for offset in range(1, num_agents):
+            mates = (seats + offset) % num_agents
+            where = position[pairs, mates]
+            gap = where - me
+            notes = self.coordination.teammate_notes(
+                state, params, episodes, offset, mates, np.abs(gap).sum(axis=1)
             )
-        return cues
+            rows = zip(
+                mates.tolist(),
+                status[pairs, mates].tolist(),
+                timer[pairs, mates].tolist(),
+                health[pairs, mates].tolist(),
+                where.tolist(),
+                gap.tolist(),
+                notes,
+                messages[episodes, mates].tolist(),
+                strict=True,
+            )
+            columns.append(
+                [
+                    f"- {self._who(mate)}: "
+                    + (
+                        f"DOWNED (face it and do within {left} steps to revive it)"
+                        if mood == C.DOWNED
+                        else _STATUS[mood]
+                    )
+                    + f", health {hp}/9, at (row {r}, col {c}), {relative(dr, dc)}{note}"
+                    + (f'; says: "{said}"' if said else "")
+                    for mate, mood, left, hp, (r, c), (dr, dc), note, said in rows
+                ]
+            )
+        return ["Teammates:\n" + "\n".join(entries) for entries in zip(*columns, strict=True)]
+
+    def _cues_text(self, state, episodes, seats) -> list[str]:
+        """Team progress, what is still open, and who needs help (collaborative variant)."""
+        agents = state.agents
+        team = self.coordination.team_achievements
+        unlocked = np.concatenate(
+            [
+                np.asarray(agents.achievements)[episodes].any(axis=1),  # (K, 22)
+                np.asarray(state.coordination.achievements)[episodes][..., team].any(axis=1),
+            ],
+            axis=1,
+        )
+        names = np.asarray(C.ACHIEVEMENTS + tuple(C.COORDINATION_ACHIEVEMENTS[a] for a in team))
+        # Teams share few progress patterns: each distinct one is written once.
+        first, pattern_of = _distinct_rows(unlocked)
+        progress = []
+        for pattern in unlocked[first]:
+            text = f"{int(pattern[: C.NUM_ACHIEVEMENTS].sum())}/{C.NUM_ACHIEVEMENTS} achievements"
+            if team.size:
+                text += (
+                    f", {int(pattern[C.NUM_ACHIEVEMENTS :].sum())}/{team.size} team achievements"
+                )
+            open_ones = ", ".join(names[~pattern].tolist()) or "none"
+            progress.append(f"Team progress: {text}. Still open: {open_ones}.")
+        needs = self.coordination.give_cues(state, episodes, seats)
+        health = np.asarray(agents.stats)[episodes, :, C.HEALTH]
+        status = np.asarray(agents.status)[episodes]
+        pairs = np.arange(len(seats))
+        helpless: list[list[str]] = [[] for _ in seats]
+        for offset in range(1, self.config.num_agents):
+            mates = (seats + offset) % self.config.num_agents
+            mate_status, mate_health = status[pairs, mates], health[pairs, mates]
+            weak = (mate_status == C.DOWNED) | ((mate_status == C.ALIVE) & (mate_health <= 3))
+            for pair in np.flatnonzero(weak).tolist():
+                mate = mates[pair]
+                helpless[pair].append(
+                    f"agent {mate} is DOWNED: revive it"
+                    if mate_status[pair] == C.DOWNED
+                    else f"agent {mate} has low health ({mate_health[pair]}/9)"
+                )
+        return [
+            progress[pattern]
+            + (f"\nHelp needed: {'; '.join(down + gives)}." if down + gives else "")
+            for pattern, down, gives in zip(pattern_of, helpless, needs, strict=True)
+        ]
+
+
+@functools.cache  # stats and inventories repeat across agents and steps
+def _stats_text(stats: tuple[int, ...]) -> str:
+    return ", ".join(
+        f"{name} {value}/{C.STAT_MAX}" for name, value in zip(C.STATS, stats, strict=True)
+    )
+
+
+@functools.cache
+def _inventory_text(items: tuple[int, ...]) -> str:
+    held = ", ".join(f"{named(n)} {v}" for n, v in zip(C.INVENTORY, items, strict=True) if v)
+    return held or "empty"
+
+
+def _condition(status: int, asleep: bool, downed_left: int) -> str:
+    if status == C.DOWNED:
+        return f" You are DOWNED: a teammate must revive you within {downed_left} steps."
+    return " You are asleep." if asleep else ""
+
+
+def _distinct_rows(flags: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """For a `(K, N)` bool matrix: the index of one row per distinct row, and each row's
+    distinct-row number (rows packed to bytes, so the comparison is one sort)."""
+    packed = np.ascontiguousarray(np.packbits(flags, axis=1))
+    keys = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1).tolist()
