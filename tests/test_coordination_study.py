@@ -7,19 +7,16 @@ import pytest
 
 from alemlite.stats import hedges_g, welch_t_test
 from baselines.common.curriculum import CurriculumConfig
-from benchmarks.coordination_study import (
+from benchmarks.study.config import SCALES, StudyConfig
+from benchmarks.study.plots import plot_study
+from benchmarks.study.report import (
     CONCLUSIONS_HEADING,
-    SCALES,
-    StudyConfig,
-    comparison,
     curriculum_table,
     kept_conclusions,
     markdown_report,
-    outcome,
-    plot_study,
-    run_result,
-    train_config,
 )
+from benchmarks.study.runs import train_config
+from benchmarks.study.statistics import comparison, outcome, run_result
 
 RNG = np.random.default_rng(0)
 

@@ -1,0 +1,119 @@
+"""The study's budget presets and its command-line configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from baselines.common.curriculum import CurriculumConfig
+from benchmarks.harness import RESULTS_DIR
+from benchmarks.marl_dining import FIGURES_DIR
+
+REPORT = Path(__file__).resolve().parents[2] / "docs" / "coordination_study.md"
+METHODS = ("ippo", "mappo", "grpo", "srpo", "teamtr")
+# The per-episode metrics kept for every policy (the dining env's names, plus the return).
+EPISODE_METRICS = ("episode_return", "meals_total", "deadlock", "fairness", "starvation")
+# Scripted policies drawn as lines on the curves and set beside the methods in the tables.
+ANCHORS = ("resource_ordering", "backoff", "uniform_random", "all_wait")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per run: seeds, batch and schedule. TeamTR plays one rollout per seat per update, so it
+    gets `num_updates / N` updates: the same environment steps and the same number of policy
+    updates (one per seat stage), each on its seat's samples."""
+
+    num_seeds: int
+    num_envs: int
+    num_updates: int
+    num_checkpoints: int
+    eval_episodes: int
+    test_episodes: int
+    num_steps: int = 32
+    """Rollout length; 32 >= the 30-step episode, so a group rollout holds whole episodes."""
+
+
+SCALES = {
+    # Two shared CPU cores, about an hour for the whole study.
+    "cpu": Budget(
+        num_seeds=3,
+        num_envs=64,
+        num_updates=60,
+        num_checkpoints=12,
+        eval_episodes=64,
+        test_episodes=256,
+    ),
+    # One accelerator: 16x the tables, 10x the updates, more seeds and test episodes.
+    "gpu": Budget(
+        num_seeds=8,
+        num_envs=1024,
+        num_updates=1000,
+        num_checkpoints=20,
+        eval_episodes=256,
+        test_episodes=1024,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Train the five methods on dining under both rewards; write results, plots and report."""
+
+    scale: Literal["cpu", "gpu"] = "cpu"
+    """Budget preset (see `SCALES`): "cpu" (the published run) or "gpu" (full scale)."""
+    sizes: tuple[int, ...] = (5, 10, 15)
+    rewards: tuple[str, ...] = ("paper", "shaped")
+    methods: tuple[str, ...] = METHODS
+    curriculum_methods: tuple[str, ...] = ("mappo", "grpo")
+    """Trained with the curriculum below under `curriculum_reward`, and compared with the
+    same method trained directly at the largest size on the same budget."""
+    curriculum_reward: str = "shaped"
+    curriculum: CurriculumConfig = field(
+        default_factory=lambda: CurriculumConfig(
+            sizes=(5, 10, 15), patience=1, min_improvement=0.1, mix=0.25
+        )
+    )
+    num_seeds: int | None = None
+    """Overrides of the preset's budget (None: the preset's)."""
+    num_envs: int | None = None
+    num_updates: int | None = None
+    test_episodes: int | None = None
+    eval_episodes: int | None = None
+    runs_dir: Path = Path("runs/study")
+    """Run directories go to RUNS_DIR/SCALE/."""
+    out: Path | None = None
+    """Results JSON; None: benchmarks/results/coordination_study_SCALE.json."""
+    figures_dir: Path = FIGURES_DIR
+    """Plots go here as study_*.png (study_SCALE_*.png for scales other than "cpu")."""
+    report: Path | None = None
+    """Markdown report; None: docs/coordination_study.md (coordination_study_SCALE.md for
+    scales other than "cpu")."""
+    reuse_runs: bool = True
+    """Reuse runs that already finished (their study.json), so the study resumes."""
+    report_only: bool = False
+    """Rebuild the plots and the report from the results JSON without training."""
+
+    @property
+    def budget(self) -> Budget:
+        overrides = {
+            name: getattr(self, name)
+            for name in ("num_seeds", "num_envs", "num_updates", "test_episodes", "eval_episodes")
+            if getattr(self, name) is not None
+        }
+        return dataclasses.replace(SCALES[self.scale], **overrides)
+
+    @property
+    def results_path(self) -> Path:
+        return self.out or RESULTS_DIR / f"coordination_study_{self.scale}.json"
+
+    @property
+    def report_path(self) -> Path:
+        if self.report is not None:
+            return self.report
+        return REPORT if self.scale == "cpu" else REPORT.with_stem(f"{REPORT.stem}_{self.scale}")
+
+    @property
+    def figure_prefix(self) -> str:
+        return "study_" if self.scale == "cpu" else f"study_{self.scale}_"

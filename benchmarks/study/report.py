@@ -1,0 +1,302 @@
+"""The study's markdown report: its tables, built from the results JSON."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.study.config import ANCHORS, SCALES
+
+CONCLUSIONS_HEADING = "## Conclusions"
+ALL_WAIT_PAPER_RETURN = 0.75  # the `paper` reward's degenerate optimum (README)
+
+
+def _ci(summary: Mapping[str, float], digits: int = 2) -> str:
+    if summary["low"] == summary["high"]:
+        return f"{summary['mean']:.{digits}f}"
+    mean, low, high = (f"{summary[key]:.{digits}f}" for key in ("mean", "low", "high"))
+    return f"{mean} [{low}, {high}]"
+
+
+def _p(value: float | None) -> str:
+    if value is None or not np.isfinite(value):
+        return "n/a"
+    if value == 0:  # below the smallest float64
+        return "< 1e-300"
+    return f"{value:.1e}" if value < 1e-3 else f"{value:.3f}"
+
+
+def _g(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.2f}"
+
+
+def _test(comparison: Mapping[str, float]) -> str:
+    """Hedges' g with Welch's p over episodes and over seed means."""
+    return (
+        f"{_g(comparison['hedges_g'])} (p {_p(comparison['welch_p'])}; "
+        f"seeds {_p(comparison['seed_welch_p'])})"
+    )
+
+
+def _episodes(result: Mapping[str, Any], metric: str, digits: int = 2) -> str:
+    return _ci(result["episodes"][metric], digits)
+
+
+def returns_table(setting_list: list[dict]) -> list[str]:
+    lines = [
+        "| method | N | untrained | final | best | final vs untrained: g (p) "
+        "| best vs untrained: g (p) | best vs final: g (p) | best at update |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for setting in setting_list:
+        for method, run in setting["methods"].items():
+            c = run["comparisons"]
+            lines.append(
+                f"| {method.upper()} | {setting['num_philosophers']} "
+                f"| {_ci(run['initial']['return_across_seeds'])} "
+                f"| {_ci(run['final']['return_across_seeds'])} "
+                f"| {_ci(run['best']['return_across_seeds'])} "
+                f"| {_test(c['final_vs_initial'])} | {_test(c['best_vs_initial'])} "
+                f"| {_test(c['best_vs_final'])} "
+                f"| {', '.join(map(str, run['best_update_per_seed']))} of {run['num_updates']} |"
+            )
+    return lines
+
+
+def outcomes_table(setting_list: list[dict]) -> list[str]:
+    lines = [
+        "| policy | N | return | meals per episode | deadlock rate | fairness "
+        "| zero-meal episodes | vs resource ordering: g (p) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for setting in setting_list:
+        size = setting["num_philosophers"]
+        for method, run in setting["methods"].items():
+            for which in ("final", "best"):
+                result = run[which]
+                versus = run["comparisons"].get(f"{which}_vs_resource_ordering")
+                versus_cell = (
+                    f"{_g(versus['hedges_g'])} (p {_p(versus['welch_p'])})" if versus else ""
+                )
+                lines.append(
+                    f"| {method.upper()}, {which} | {size} "
+                    f"| {_episodes(result, 'episode_return')} "
+                    f"| {_episodes(result, 'meals_total', 1)} | {_episodes(result, 'deadlock')} "
+                    f"| {_episodes(result, 'fairness')} | {_episodes(result, 'zero_meals')} "
+                    f"| {versus_cell} |"
+                )
+        for name in ANCHORS:
+            result = setting["references"][name]
+            lines.append(
+                f"| {name} | {size} | {_episodes(result, 'episode_return')} "
+                f"| {_episodes(result, 'meals_total', 1)} | {_episodes(result, 'deadlock')} "
+                f"| {_episodes(result, 'fairness')} | {_episodes(result, 'zero_meals')} | |"
+            )
+    return lines
+
+
+def paper_optimum_table(settings: Mapping[str, dict]) -> list[str]:
+    """Under `paper`: how far each method went towards the all-WAIT optimum."""
+    lines = [
+        "| method | N | final return | final meals | final zero-meal episodes "
+        "| best return | best meals | best zero-meal episodes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for setting in settings.values():
+        if setting["reward"] != "paper":
+            continue
+        for method, run in setting["methods"].items():
+            cells = [
+                f"{_episodes(run[w], 'episode_return', 3)} | {_episodes(run[w], 'meals_total', 1)} "
+                f"| {_episodes(run[w], 'zero_meals')}"
+                for w in ("final", "best")
+            ]
+            lines.append(
+                f"| {method.upper()} | {setting['num_philosophers']} | {cells[0]} | {cells[1]} |"
+            )
+    return lines
+
+
+def curriculum_table(curriculum: Mapping[str, dict]) -> list[str]:
+    lines = [
+        "| method | training | final | best | final zero-meal episodes | last size trained "
+        "| curriculum vs direct, final: g (p) | curriculum vs direct, best: g (p) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for method, pair in curriculum.items():
+        for name in ("direct", "curriculum"):
+            run = pair[name]
+            last = run.get("curriculum", {}).get("final_size", run["num_philosophers"])
+            tests = (
+                f"{_test(pair['comparisons']['final_curriculum_vs_direct'])} "
+                f"| {_test(pair['comparisons']['best_curriculum_vs_direct'])}"
+                if name == "curriculum"
+                else " | "
+            )
+            lines.append(
+                f"| {method.upper()} | {name} | {_ci(run['final']['return_across_seeds'])} "
+                f"| {_ci(run['best']['return_across_seeds'])} "
+                f"| {_episodes(run['final'], 'zero_meals')} | {last} | {tests} |"
+            )
+    return lines
+
+
+def budget_lines(results: Mapping[str, Any]) -> list[str]:
+    budget = results["budget"]
+    lines = [
+        "| method | N | seeds | tables | updates | table steps per seed | agent steps per seed "
+        "| training wall time (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    runs = [run for s in results["settings"].values() for run in s["methods"].values()]
+    runs += [pair["curriculum"] for pair in results["curriculum"].values()]
+    seen = set()
+    for run in runs:
+        key = (run["algorithm"], run["num_philosophers"], "curriculum" in run)
+        if key in seen:
+            continue
+        seen.add(key)
+        name = run["algorithm"].upper() + (", curriculum" if "curriculum" in run else "")
+        same = [
+            r["wall_s"]
+            for r in runs
+            if (r["algorithm"], r["num_philosophers"], "curriculum" in r) == key
+        ]
+        lines.append(
+            f"| {name} | {run['num_philosophers']} | {run['num_seeds']} | {run['num_envs']} "
+            f"| {run['num_updates']} | {run['env_steps_per_seed']:,} "
+            f"| {run['agent_steps_per_seed']:,} | {' / '.join(f'{s:.0f}' for s in same)} |"
+        )
+    lines += [
+        "",
+        f"Rollouts of {budget['num_steps']} steps (episodes are 30 steps), "
+        f"{budget['num_checkpoints']} checkpoints per run evaluated on "
+        f"{budget['eval_episodes']} validation episodes, {budget['test_episodes']} test episodes "
+        "per seed (base seed 2,000,000) for the untrained, final and best actors and the "
+        "scripted policies. Wall times are per reward (listed in the order of the rewards).",
+    ]
+    return lines
+
+
+def kept_conclusions(previous_report: str) -> str:
+    """The hand-written `## Conclusions` section of an earlier report, if any."""
+    index = previous_report.find(CONCLUSIONS_HEADING)
+    return previous_report[index:].strip() + "\n" if index >= 0 else ""
+
+
+def markdown_report(
+    results: Mapping[str, Any],
+    figures: Mapping[str, Path],
+    report_dir: Path,
+    conclusions: str = "",
+) -> str:
+    """The study's report, generated from the results; `conclusions` is appended verbatim."""
+    config, machine = results["config"], results["machine"]
+    settings = results["settings"]
+    by_reward: dict[str, list[dict]] = {}
+    for setting in settings.values():
+        by_reward.setdefault(setting["reward"], []).append(setting)
+
+    def figure(name: str, alt: str) -> list[str]:
+        if name not in figures:
+            return []
+        return [f"![{alt}]({os.path.relpath(figures[name], report_dir)})", ""]
+
+    command = "python -m benchmarks.coordination_study" + (
+        "" if config["scale"] == "cpu" else f" --scale {config['scale']}"
+    )
+    lines = [
+        "# Coordination study: group-relative training on dining",
+        "",
+        "Can critic-free, group-relative training (GRPO, SRPO, TeamTR) teach parameter-shared "
+        "philosophers to share forks, as well as IPPO and MAPPO do and as well as the scripted "
+        "resource-ordering policy? Each method is trained on dining tables of "
+        f"N = {', '.join(str(s['num_philosophers']) for s in by_reward[next(iter(by_reward))])} "
+        "under the `paper` reward (the four-term episode score whose all-WAIT optimum scores "
+        f"{ALL_WAIT_PAPER_RETURN} with zero meals) and under the `shaped` reward, "
+        f"{results['budget']['num_seeds']} seeds vmapped per run.",
+        "",
+        "Every run's untrained start (its initial parameters), final checkpoint and best "
+        "checkpoint (highest validation return per seed) are evaluated on the same held-out "
+        "test episodes as the scripted policies. Intervals are 95%: across seed means for the "
+        "returns in the first table, over all episodes (Student-t; Wilson for rates) elsewhere. "
+        "Comparisons give Hedges' g over all test episodes with Welch's p over episodes and, "
+        "in brackets, over the seed means (the seeds are the independent replicates, so that "
+        "p is the honest one; with few seeds it is weak).",
+        "",
+        "## How it was run",
+        "",
+        "```bash",
+        command,
+        f"{command} --report-only   # rebuild plots and this report from the JSON",
+        "```",
+        "",
+        f"Machine: {machine['cpu_count']} x {machine['processor']} "
+        f"({machine['platform']}, {machine['device_kind']}), JAX {machine['jax_version']}, "
+        f"Python {machine['python']}, commit {machine['commit']}, {machine['date']}. "
+        f"Training wall time {results['train_wall_s'] / 60:.0f} min summed over the runs; the "
+        f"invocation that wrote these results took {results['wall_s'] / 60:.0f} min (runs "
+        "finished earlier are reused, not retrained). Results: "
+        f"`benchmarks/results/coordination_study_{config['scale']}.json`.",
+        "",
+        f"Budget of this run (`--scale {config['scale']}`) below; the presets: "
+        + "; ".join(
+            f"`{name}`: {b.num_seeds} seeds, {b.num_envs:,} tables, {b.num_updates:,} updates, "
+            f"{b.num_checkpoints} checkpoints, {b.test_episodes:,} test episodes"
+            for name, b in SCALES.items()
+        )
+        + ". TeamTR plays one rollout per seat per "
+        "update, so it gets 1/N of the updates: the same table steps and the same number of "
+        "policy-update stages (one per seat) as the other methods. Default hyperparameters "
+        "(2 x 64 tanh MLPs, Adam 2.5e-3, clip 0.2, entropy 0.01, 4 epochs x 4 minibatches; "
+        "group size 8, team returns, no KL penalty, TeamTR KL budget 0.02).",
+        "",
+        *budget_lines(results),
+        "",
+    ]
+    for reward, setting_list in by_reward.items():
+        lines += [
+            f"## Returns under the `{reward}` reward",
+            "",
+            *returns_table(setting_list),
+            "",
+            f"### Outcomes under the `{reward}` reward (test episodes, pooled over seeds)",
+            "",
+            *outcomes_table(setting_list),
+            "",
+            *figure(f"curves_{reward}", f"learning curves, {reward} reward"),
+        ]
+    if "paper" in by_reward:
+        lines += [
+            "## Does the `paper` reward lead to its zero-meal optimum?",
+            "",
+            f"All-WAIT scores {ALL_WAIT_PAPER_RETURN} with no meals and no deadlock; a method "
+            "that converged to it would show 0 meals and a zero-meal fraction of 1.",
+            "",
+            *paper_optimum_table(settings),
+            "",
+        ]
+    lines += [*figure("final_returns", "final returns with 95% CIs"), ""]
+    if results["curriculum"]:
+        curriculum = config["curriculum"]
+        lines += [
+            "## Curriculum against direct training at the largest size",
+            "",
+            f"`--curriculum.sizes {' '.join(map(str, curriculum['sizes']))} "
+            f"--curriculum.patience {curriculum['patience']} --curriculum.min-improvement "
+            f"{curriculum['min_improvement']} --curriculum.mix {curriculum['mix']}`, "
+            f"`{config['curriculum_reward']}` reward, on the same budget (updates, tables, "
+            "seeds) as the direct run, both evaluated at the largest size.",
+            "",
+            *curriculum_table(results["curriculum"]),
+            "",
+            *figure("curriculum", "curriculum against direct training"),
+        ]
+    lines.append(conclusions or f"{CONCLUSIONS_HEADING}\n\nNot yet written for these numbers.\n")
+    return "\n".join(lines).rstrip() + "\n"
