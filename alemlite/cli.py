@@ -25,6 +25,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("bench", "craft"): "benchmarks.craft_throughput:run",
     ("bench", "prompts"): "benchmarks.prompt_throughput:run",
     ("bench", "training"): "benchmarks.training_speed:main",
+    ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
     ("render", "craft"): "alemlite.envs.craft.render_cli:render_craft",
 }

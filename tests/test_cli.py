@@ -1,10 +1,12 @@
 """The `alemlite` command: dispatch, evaluation reports and clear errors."""
 
+import dataclasses
 import json
+import typing
 
 import pytest
 
-from alemlite.cli import main
+from alemlite.cli import COMMANDS, _load, main
 from alemlite.core import ConfigError
 
 
@@ -37,3 +39,10 @@ def test_unknown_command_prints_usage_and_fails(capsys):
         main(["evaluate"])
     assert exit_info.value.code == 2
     assert "alemlite eval dining" in capsys.readouterr().err
+
+
+def test_every_command_names_a_function_of_one_typed_config():
+    for words, target in COMMANDS.items():
+        function = _load(target)
+        hints = typing.get_type_hints(function)
+        assert dataclasses.is_dataclass(hints["config"]), (words, target)
