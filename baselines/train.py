@@ -1,6 +1,7 @@
 """`alemlite train ippo|mappo ...`: train a reference agent and report held-out returns.
 
-Example: `alemlite train ippo --env dining --philosophers 5 --num-updates 300`.
+Example: `alemlite train ippo --env dining --philosophers 5 --num-updates 300`, or
+`alemlite train ippo --env craft --map-size 32 --agents 3 --max-steps 500 --difficulty hard`.
 The run directory receives config.json, metrics.jsonl, learning_curve.png,
 checkpoints/, policy/{final,best}/ and summary.json.
 """
@@ -9,15 +10,25 @@ from __future__ import annotations
 
 import importlib
 
+import alemlite
+from alemlite.core.environment import Environment
 from alemlite.evaluation import Policy
 from baselines.common.config import TrainConfig
 from baselines.common.trainer import train
 
 # environment -> "module:attribute" of its scripted reference policies, drawn on every curve
 REFERENCE_POLICIES = {"dining": "alemlite.envs.dining.policies:DINING_POLICIES"}
+# Craft's reference teams are built for an environment's shapes: uniform random and the
+# scripted coordinating team.
+CRAFT_REFERENCE_TEAMS = ("random", "team")
 
 
-def reference_policies(env_name: str) -> dict[str, Policy]:
+def reference_policies(env_name: str, env: Environment | None = None) -> dict[str, Policy]:
+    """The scripted policies a run is compared with (Craft needs the environment)."""
+    if env_name == "craft" and env is not None:
+        from alemlite.envs.craft.policies import POLICIES
+
+        return {name: POLICIES[name](env) for name in CRAFT_REFERENCE_TEAMS}
     if env_name not in REFERENCE_POLICIES:
         return {}
     module_name, attribute = REFERENCE_POLICIES[env_name].split(":")
@@ -25,8 +36,9 @@ def reference_policies(env_name: str) -> dict[str, Policy]:
 
 
 def main(config: TrainConfig) -> None:
-    """Train IPPO or MAPPO on a jitted environment; report final and best held-out returns."""
-    summary = train(config, references=reference_policies(config.env))
+    """Train a reference agent on a jitted environment; report final and best held-out returns."""
+    env = alemlite.make(config.env, **config.env_kwargs())
+    summary = train(config, env, references=reference_policies(config.env, env))
     rows = [("final", summary["final"]), ("best", summary["best"])]
     for size, results in summary.get("curriculum", {}).get("per_size", {}).items():
         rows += [(f"{name}, N = {size}", results[name]) for name in ("final", "best")]

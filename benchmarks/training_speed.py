@@ -1,12 +1,15 @@
 """Training speed: agent steps per second of the whole update against an env-only rollout.
 
 For each batch size, times (a) the environment alone, `num_steps` auto-reset steps
-of `VecEnv(LogWrapper(env))` driven by hashed actions, and (b) one whole update
-of each algorithm (the same rollout through the networks, GAE, and every epoch
-and minibatch of PPO), both compiled ahead of time, and reports their ratio.
-Writes `benchmarks/results/training_speed_<env>_<platform>.json` and a plot.
+of `VecEnv(LogWrapper(env))` (with the same start-state pool as training) driven by
+hashed actions, and (b) one whole update of each algorithm (the same rollout
+through the networks, GAE, and every epoch and minibatch of PPO), both compiled
+ahead of time, and reports their ratio. Writes
+`benchmarks/results/training_speed_<env>_<platform>.json` and a plot.
 
     python -m benchmarks.training_speed --env dining --philosophers 5
+    python -m benchmarks.training_speed --env craft --agents 3 --map-size 32 --max-steps 500 \
+        --network.hidden-size 32 --log2-envs 4 6 8
 """
 
 from __future__ import annotations
@@ -18,14 +21,13 @@ from pathlib import Path
 from typing import Literal
 
 import jax
-import jax.numpy as jnp
 import tyro
 
 import alemlite
-from alemlite.core import LogWrapper, VecEnv
+from alemlite.core import LogWrapper
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
-from benchmarks.harness import RESULTS_DIR, hash_actions, time_compiled, write_results
+from benchmarks.harness import RESULTS_DIR, time_compiled, vec_rollout, write_results
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,13 @@ class TrainingSpeedConfig:
     env: Literal["dining", "craft"] = "dining"
     philosophers: int = 5
     map_size: int = 16
+    """craft: side of the square map."""
     agents: int = 2
+    """craft: number of agents."""
+    max_steps: int | None = None
+    """Episode length; None: the environment's default."""
+    difficulty: str = "medium"
+    """craft: coordination difficulty."""
     algorithms: tuple[str, ...] = ("ippo", "mappo")
     log2_envs: tuple[int, ...] = (4, 6, 8, 10)
     """Batch sizes num_envs = 2**k."""
@@ -45,31 +53,14 @@ class TrainingSpeedConfig:
     out_dir: Path = RESULTS_DIR
 
 
-def _env_only(vec: VecEnv, params, num_steps: int):
-    env = vec.env
-
-    def run(key):
-        _, state = vec.reset(key, params)
-
-        def one_step(carry, step):
-            state, key = carry
-            key, env_key = jax.random.split(key)
-            actions = hash_actions(step, vec.num_envs, env.num_agents, env.num_actions)
-            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
-            return (state, key), reward.sum()
-
-        _, rewards = jax.lax.scan(one_step, (state, key), jnp.arange(num_steps))
-        return rewards.sum()
-
-    return run
-
-
 def measure(config: TrainingSpeedConfig) -> dict:
     base = TrainConfig(
         env=config.env,
         philosophers=config.philosophers,
         map_size=config.map_size,
         agents=config.agents,
+        max_steps=config.max_steps,
+        difficulty=config.difficulty,
         num_steps=config.num_steps,
         network=config.network,
         updates_per_chunk=1,
@@ -82,10 +73,19 @@ def measure(config: TrainingSpeedConfig) -> dict:
     for log2 in config.log2_envs:
         num_envs = 2**log2
         agent_steps = num_envs * config.num_steps * env.num_agents
-        vec = VecEnv(LogWrapper(env), num_envs)
-        timing = time_compiled(_env_only(vec, env.default_params, config.num_steps), key)
+        pool = dataclasses.replace(base, num_envs=num_envs)
+        env_only = vec_rollout(
+            LogWrapper(env),
+            num_envs,
+            config.num_steps,
+            random_policy=False,
+            pool_size=pool.resolved_pool_size,
+            refresh_per_step=pool.refresh_per_step,
+        )
+        timing = time_compiled(env_only, key)
         point = {
             "num_envs": num_envs,
+            "pool_size": pool.resolved_pool_size,
             "agent_steps_per_call": agent_steps,
             "env_only": timing,
             "env_only_agent_steps_per_s": agent_steps / timing.median_s,

@@ -15,6 +15,8 @@ from typing import Any, Literal
 import tyro
 
 from alemlite.core.errors import require
+from alemlite.envs.craft.constants import DIFFICULTY_PRESETS
+from alemlite.eval_cli import _difficulty as craft_difficulty
 from baselines.common.curriculum import CurriculumConfig
 from baselines.common.group import GroupConfig
 
@@ -87,6 +89,11 @@ class TrainConfig:
     """craft: side of the square map."""
     agents: int = 2
     """craft: number of agents."""
+    difficulty: str = "medium"
+    """craft: coordination difficulty, easy, medium, hard, sampled (alpha drawn per episode)
+    or an alpha in [0, 1], as in `alemlite eval craft --difficulty`."""
+    coordination: bool = True
+    """craft: False trains on the plain multi-agent Crafter world (no coordination layer)."""
 
     network: NetworkConfig = field(default_factory=NetworkConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -153,6 +160,13 @@ class TrainConfig:
             f"num_envs={self.num_envs} must be divisible by "
             f"ppo.num_minibatches={self.ppo.num_minibatches}",
         )
+        alpha = craft_difficulty(self.difficulty)
+        require(
+            alpha in (*DIFFICULTY_PRESETS, "sampled")
+            or (isinstance(alpha, float) and 0.0 <= alpha <= 1.0),
+            f"difficulty={self.difficulty!r}; choose easy, medium, hard, sampled or an alpha "
+            "in [0, 1] (e.g. --difficulty medium)",
+        )
         require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
         require(
@@ -167,8 +181,10 @@ class TrainConfig:
             return Path(self.run_dir)
         if self.curriculum.enabled:
             size = "-".join(map(str, self.curriculum.sizes))
+        elif self.env == "dining":
+            size = self.philosophers
         else:
-            size = self.philosophers if self.env == "dining" else self.agents
+            size = f"{self.agents}-{self.difficulty}"
         return Path("runs") / f"{self.algorithm}-{self.env}-{size}"
 
     @property
@@ -190,7 +206,12 @@ class TrainConfig:
         elif self.env == "dining":
             kwargs = {"num_philosophers": self.philosophers, "reward": self.reward}
         else:
-            kwargs = {"map_size": self.map_size, "num_agents": self.agents}
+            kwargs = {
+                "map_size": self.map_size,
+                "num_agents": self.agents,
+                "difficulty": craft_difficulty(self.difficulty),
+                "coordination": self.coordination,
+            }
         return kwargs if self.max_steps is None else {**kwargs, "max_steps": self.max_steps}
 
     # ---- persistence ---------------------------------------------------------------

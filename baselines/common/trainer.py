@@ -178,12 +178,26 @@ def evaluate_references(
     }
 
 
+def run_title(config: TrainConfig, env: Environment) -> str:
+    """The learning curve's title: algorithm, environment and its setting."""
+    setting = f"{env.num_agents} agents"
+    if config.env == "craft":
+        setting += f", {config.map_size}x{config.map_size}, difficulty {config.difficulty}"
+    return f"{config.algorithm.upper()} on {env.name} ({setting})"
+
+
 def train(
     config: TrainConfig,
     env: Environment | None = None,
     references: Mapping[str, Policy] | None = None,
+    reference_summaries: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Train (or resume) the run in `config.output_dir`; returns the summary also written there."""
+    """Train (or resume) the run in `config.output_dir`; returns the summary also written there.
+
+    `references` are scripted policies evaluated on the run's test episodes beside it;
+    runs that share an environment and test episodes may pass their `evaluate_references`
+    summaries once evaluated as `reference_summaries` instead.
+    """
     distributed.initialise(config.distributed)
     env = env or alemlite.make(config.env, **config.env_kwargs())
     is_main = jax.process_index() == 0
@@ -222,11 +236,12 @@ def train(
         log.truncate_after(0)
         config.save(run_dir / "config.json")
 
-    reference_summaries = (
-        evaluate_references(env, references, config.test_episodes, config.test_seed)
-        if references
-        else {}
-    )
+    if reference_summaries is None:
+        reference_summaries = (
+            evaluate_references(env, references, config.test_episodes, config.test_seed)
+            if references
+            else {}
+        )
     reference_returns = {
         name: summary["return_across_seeds"]["mean"]
         for name, summary in reference_summaries.items()
@@ -234,7 +249,7 @@ def train(
     agent_steps_per_update = (
         config.num_envs * config.num_steps * env.num_agents * algorithm.rollouts_per_update
     )
-    title = f"{config.algorithm.upper()} on {env.name} ({env.num_agents} agents)"
+    title = run_title(config, env)
 
     progress = tqdm(
         total=config.num_updates,
