@@ -9,6 +9,7 @@ from typing import Literal
 
 import alemlite
 from alemlite.core.errors import require
+from alemlite.envs.craft import parse_difficulty
 from alemlite.evaluation import evaluate
 from alemlite.report import format_table, write_report
 
@@ -81,7 +82,7 @@ def eval_craft(config: CraftEvalConfig) -> dict:
     from alemlite.envs.craft.policies import POLICIES
 
     require(config.episodes >= 1, f"episodes={config.episodes} must be at least 1")
-    difficulty = _difficulty(config.difficulty)
+    difficulty = parse_difficulty(config.difficulty)
     env = alemlite.make(
         "craft",
         num_agents=config.agents,
@@ -102,11 +103,3 @@ def eval_craft(config: CraftEvalConfig) -> dict:
     print(format_table(summary, title))
     print(f"\nwrote {path}")
     return summary
-
-
-def _difficulty(value: str) -> str | float:
-    """A preset name as it is, a number as a float (the command line gives text)."""
-    try:
-        return float(value)
-    except ValueError:
-        return value

@@ -14,7 +14,7 @@ import platform
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,14 @@ def time_python(function: Callable[[], Any], repeats: int = 5) -> Timing:
         function()
         durations.append(time.perf_counter() - start)
     return Timing(0.0, statistics.median(durations), min(durations), max(durations), repeats)
+
+
+def format_interval(summary: Mapping[str, float], digits: int = 2) -> str:
+    """`mean [low, high]` of a summary, or the mean alone when the interval has no width."""
+    if summary["low"] == summary["high"]:
+        return f"{summary['mean']:.{digits}f}"
+    mean, low, high = (f"{summary[key]:.{digits}f}" for key in ("mean", "low", "high"))
+    return f"{mean} [{low}, {high}]"
 
 
 def git_commit() -> str:

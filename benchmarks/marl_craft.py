@@ -30,8 +30,8 @@ from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, plot_learning_curve, to_json
 from baselines.common.trainer import evaluate_references, run_title, train
 from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, machine_info
-from benchmarks.marl_dining import FIGURES_DIR, _interval
+from benchmarks.harness import RESULTS_DIR, format_interval, machine_info
+from benchmarks.marl_dining import FIGURES_DIR
 
 # Per-episode metrics in the table beside the return (pooled over seeds and episodes).
 REPORTED = (
@@ -149,7 +149,9 @@ def run(config: MarlCraftConfig) -> dict:
                 config.figures_dir / f"{name}.png",
                 run_title(train_config, env),
             )
-            print(f"{name}: held-out return {_interval(summary['best']['return_across_seeds'])}")
+            print(
+                f"{name}: held-out return {format_interval(summary['best']['return_across_seeds'])}"
+            )
     config.out.parent.mkdir(parents=True, exist_ok=True)
     config.out.write_text(to_json(results))
     print(markdown_table(results))
@@ -158,7 +160,7 @@ def run(config: MarlCraftConfig) -> dict:
 
 
 def _metric(summary: dict, name: str) -> str:
-    return _interval(summary["episodes"][name])
+    return format_interval(summary["episodes"][name])
 
 
 def markdown_table(results: dict) -> str:
@@ -173,8 +175,8 @@ def markdown_table(results: dict) -> str:
         for summary in (r for r in results["runs"].values() if r["difficulty"] == difficulty):
             agent = f"{summary['algorithm'].upper()} ({summary['num_seeds']} seeds)"
             cells = [
-                _interval(summary["final"]["return_across_seeds"]),
-                _interval(summary["best"]["return_across_seeds"]),
+                format_interval(summary["final"]["return_across_seeds"]),
+                format_interval(summary["best"]["return_across_seeds"]),
                 *(_metric(summary["best"], name) for name in REPORTED),
             ]
             lines.append(f"| {difficulty} | {agent} | " + " | ".join(cells) + " |")

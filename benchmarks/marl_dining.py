@@ -23,7 +23,7 @@ from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
 from baselines.common.trainer import train
 from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, machine_info
+from benchmarks.harness import RESULTS_DIR, format_interval, machine_info
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
@@ -85,10 +85,6 @@ def run(config: MarlDiningConfig) -> dict:
     return results
 
 
-def _interval(summary: dict) -> str:
-    return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
-
-
 def markdown_table(results: dict) -> str:
     """Held-out returns: agents (CI across seeds) and scripted policies (CI over episodes)."""
     lines = [
@@ -98,16 +94,15 @@ def markdown_table(results: dict) -> str:
     references: dict[int, dict] = {}
     for summary in results["runs"].values():
         size = summary["env"]["num_philosophers"]
-        final = _interval(summary["final"]["return_across_seeds"])
-        best = _interval(summary["best"]["return_across_seeds"])
+        final = format_interval(summary["final"]["return_across_seeds"])
+        best = format_interval(summary["best"]["return_across_seeds"])
         agent = f"{summary['algorithm'].upper()} ({summary['num_seeds']} seeds)"
         lines.append(f"| {agent} | {size} | {final} | {best} |")
         references.setdefault(size, summary["references"])
     for size, policies in references.items():
         for policy, summary in sorted(policies.items()):
-            lines.append(
-                f"| {policy} | {size} | {_interval(summary['episodes']['episode_return'])} | |"
-            )
+            episode_return = format_interval(summary["episodes"]["episode_return"])
+            lines.append(f"| {policy} | {size} | {episode_return} | |")
     return "\n".join(lines)
 
 

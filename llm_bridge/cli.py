@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import alemlite
 from alemlite.core.errors import require
+from alemlite.envs.craft import parse_difficulty
 from llm_bridge.agents import build_team
 from llm_bridge.clients.base import Backend
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
@@ -110,18 +111,10 @@ def build_env(config: EvalLLMConfig):
         num_agents=config.num_agents,
         map_size=config.map_size,
         max_steps=config.max_steps,
-        difficulty=_difficulty(config.difficulty),
+        difficulty=parse_difficulty(config.difficulty),
         coordination=config.coordination,
     )
     return env, CraftRenderer(env)
-
-
-def _difficulty(text: str) -> str | float:
-    """A preset name, or an alpha given as a number."""
-    try:
-        return float(text)
-    except ValueError:
-        return text  # a preset; CraftConfig names the choices if it is none
 
 
 def prompt_options(config: EvalLLMConfig, ablation: str) -> PromptOptions:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 import tyro
 
 from alemlite.core.errors import require
+from alemlite.envs.craft import parse_difficulty
 from alemlite.envs.craft.constants import DIFFICULTY_PRESETS
-from alemlite.eval_cli import _difficulty as craft_difficulty
 from baselines.common.curriculum import CurriculumConfig
 from baselines.common.group import GroupConfig
 
@@ -160,7 +160,7 @@ class TrainConfig:
             f"num_envs={self.num_envs} must be divisible by "
             f"ppo.num_minibatches={self.ppo.num_minibatches}",
         )
-        alpha = craft_difficulty(self.difficulty)
+        alpha = parse_difficulty(self.difficulty)
         require(
             alpha in (*DIFFICULTY_PRESETS, "sampled")
             or (isinstance(alpha, float) and 0.0 <= alpha <= 1.0),
@@ -209,7 +209,7 @@ class TrainConfig:
             kwargs = {
                 "map_size": self.map_size,
                 "num_agents": self.agents,
-                "difficulty": craft_difficulty(self.difficulty),
+                "difficulty": parse_difficulty(self.difficulty),
                 "coordination": self.coordination,
             }
         return kwargs if self.max_steps is None else {**kwargs, "max_steps": self.max_steps}

@@ -9,17 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import format_interval
 from benchmarks.study.config import ANCHORS, SCALES
 
 CONCLUSIONS_HEADING = "## Conclusions"
 ALL_WAIT_PAPER_RETURN = 0.75  # the `paper` reward's degenerate optimum (README)
-
-
-def _ci(summary: Mapping[str, float], digits: int = 2) -> str:
-    if summary["low"] == summary["high"]:
-        return f"{summary['mean']:.{digits}f}"
-    mean, low, high = (f"{summary[key]:.{digits}f}" for key in ("mean", "low", "high"))
-    return f"{mean} [{low}, {high}]"
 
 
 def _p(value: float | None) -> str:
@@ -45,7 +39,7 @@ def _test(comparison: Mapping[str, float]) -> str:
 
 
 def _episodes(result: Mapping[str, Any], metric: str, digits: int = 2) -> str:
-    return _ci(result["episodes"][metric], digits)
+    return format_interval(result["episodes"][metric], digits)
 
 
 def returns_table(setting_list: list[dict]) -> list[str]:
@@ -59,9 +53,9 @@ def returns_table(setting_list: list[dict]) -> list[str]:
             c = run["comparisons"]
             lines.append(
                 f"| {method.upper()} | {setting['num_philosophers']} "
-                f"| {_ci(run['initial']['return_across_seeds'])} "
-                f"| {_ci(run['final']['return_across_seeds'])} "
-                f"| {_ci(run['best']['return_across_seeds'])} "
+                f"| {format_interval(run['initial']['return_across_seeds'])} "
+                f"| {format_interval(run['final']['return_across_seeds'])} "
+                f"| {format_interval(run['best']['return_across_seeds'])} "
                 f"| {_test(c['final_vs_initial'])} | {_test(c['best_vs_initial'])} "
                 f"| {_test(c['best_vs_final'])} "
                 f"| {', '.join(map(str, run['best_update_per_seed']))} of {run['num_updates']} |"
@@ -139,9 +133,10 @@ def curriculum_table(curriculum: Mapping[str, dict]) -> list[str]:
                 if name == "curriculum"
                 else " | "
             )
+            final = format_interval(run["final"]["return_across_seeds"])
+            best = format_interval(run["best"]["return_across_seeds"])
             lines.append(
-                f"| {method.upper()} | {name} | {_ci(run['final']['return_across_seeds'])} "
-                f"| {_ci(run['best']['return_across_seeds'])} "
+                f"| {method.upper()} | {name} | {final} | {best} "
                 f"| {_episodes(run['final'], 'zero_meals')} | {last} | {tests} |"
             )
     return lines

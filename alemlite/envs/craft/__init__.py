@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.config import CraftConfig, CraftParams, parse_difficulty
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.state import CraftState
 
@@ -14,4 +14,4 @@ def make_craft(**config: Any) -> CraftEnv:
     return CraftEnv(CraftConfig(**config))
 
 
-__all__ = ["CraftConfig", "CraftEnv", "CraftParams", "CraftState", "make_craft"]
+__all__ = ["CraftConfig", "CraftEnv", "CraftParams", "CraftState", "make_craft", "parse_difficulty"]

@@ -15,6 +15,15 @@ from alemlite.envs.craft import constants as C
 OBSERVATION_LAYOUTS = ("flat", "image")
 
 
+def parse_difficulty(text: str) -> str | float:
+    """A difficulty given as text (a command line): a number is an alpha, anything else a
+    preset name, which `CraftConfig` checks and names the choices of."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 @dataclass(frozen=True)
 class CraftConfig:
     """Everything that fixes array shapes, plus the defaults of `CraftParams`.
