@@ -94,8 +94,12 @@ def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: 
     }
 
 
-def _time_step_only(map_size: int, config: CraftBenchConfig) -> dict:
-    """`step` without any reset, from pre-generated states: its cost should not grow with S."""
+def _time_step_only(map_size: int, config: CraftBenchConfig, with_observation: bool) -> dict:
+    """`step` without any reset, from pre-generated states: its cost should not grow with S.
+
+    Like the sweep and the peers, the plain figure leaves the observation unused (XLA
+    then never builds it); `with_observation` consumes all of it, as a learner does.
+    """
     env = alemlite.make("craft", num_agents=config.num_agents, map_size=map_size)
     params, num_envs = env.default_params, config.map_size_check_envs
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
@@ -110,7 +114,7 @@ def _time_step_only(map_size: int, config: CraftBenchConfig) -> dict:
             obs, state, reward, _, _ = step(
                 jax.random.split(step_key, num_envs), state, actions, params
             )
-            return (state, key), reward.sum() + obs[..., 0].sum()
+            return (state, key), reward.sum() + (obs.sum() if with_observation else 0.0)
 
         _, totals = jax.lax.scan(one_step, (state, key), jnp.arange(config.steps_per_call))
         return totals.sum()
@@ -119,6 +123,7 @@ def _time_step_only(map_size: int, config: CraftBenchConfig) -> dict:
     return {
         "map_size": map_size,
         "num_envs": num_envs,
+        "with_observation": with_observation,
         "env_steps_per_s": num_envs * config.steps_per_call / timing.median_s,
         "timing": asdict(timing),
     }
@@ -169,10 +174,15 @@ def run(config: CraftBenchConfig) -> dict:
         for random_policy in (False, True):
             sweep.append(_time_alemlite(env, num_envs, config, random_policy))
 
-    step_only = [_time_step_only(size, config) for size in config.map_size_check]
+    step_only = [
+        _time_step_only(size, config, with_observation)
+        for size in config.map_size_check
+        for with_observation in (False, True)
+    ]
     for row in step_only:
         print(
-            f"step only, {row['map_size']:>3}x{row['map_size']:<3} map: "
+            f"step only, {row['map_size']:>3}x{row['map_size']:<3} map"
+            f"{', whole observation' if row['with_observation'] else ''}: "
             f"{row['env_steps_per_s']:.3e} env steps/s at {row['num_envs']} envs"
         )
 
