@@ -35,7 +35,7 @@ from alemlite.envs.craft import trading
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.gathering import facing_target
 from alemlite.envs.craft.state import CraftState, SiteState
-from alemlite.envs.craft.tasks import handover_window, quorum, task_kind
+from alemlite.envs.craft.tasks import count_down, handover_window, quorum, task_kind
 from alemlite.envs.craft.tiles import first_claim, write_tiles
 
 SITE_CANDIDATES = 32  # tiles tried per site at generation
@@ -278,13 +278,9 @@ def apply(
 
 def tick_sites(sites: SiteState) -> SiteState:
     """At the end of a step, windows of started handover builds shrink; at zero they lapse."""
-    pending = sites.starter >= 0
-    timer = sites.timer - pending.astype(jnp.int16)
-    lapses = pending & (timer <= 0)
+    starter, timer, lapses = count_down(sites.starter, sites.timer)
     return sites.replace(
-        timer=jnp.where(pending & ~lapses, timer, 0).astype(jnp.int16),
-        starter=jnp.where(lapses, -1, sites.starter).astype(jnp.int8),
-        pending=jnp.where(lapses, -1, sites.pending).astype(jnp.int8),
+        timer=timer, starter=starter, pending=jnp.where(lapses, -1, sites.pending).astype(jnp.int8)
     )
 
 

@@ -194,14 +194,25 @@ def resolve_tasks(
     return state, passthrough
 
 
+def count_down(starter: jax.Array, timer: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One step off the windows of started handovers (`starter >= 0`): the new starters
+    (-1 where a window ran out), the new timers, and which lapsed."""
+    pending = starter >= 0
+    timer = timer - pending.astype(jnp.int16)
+    lapses = pending & (timer <= 0)
+    return (
+        jnp.where(lapses, -1, starter).astype(jnp.int8),
+        jnp.where(pending & ~lapses, timer, 0).astype(jnp.int16),
+        lapses,
+    )
+
+
 def tick_handovers(coordination: CoordinationState) -> CoordinationState:
     """At the end of a step, windows of pending handovers shrink; those at zero lapse."""
-    pending = coordination.task_starter >= 0
-    timer = coordination.task_timer - pending.astype(jnp.int16)
-    lapses = pending & (timer <= 0)
+    starter, timer, lapses = count_down(coordination.task_starter, coordination.task_timer)
     return coordination.replace(
-        task_timer=jnp.where(pending & ~lapses, timer, 0).astype(jnp.int16),
-        task_starter=jnp.where(lapses, -1, coordination.task_starter).astype(jnp.int8),
+        task_timer=timer,
+        task_starter=starter,
         lapsed=coordination.lapsed + jnp.sum(lapses).astype(jnp.int16),
     )
 
