@@ -8,6 +8,7 @@ Craft episode. Everything lands under `--out`.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +59,8 @@ def demo(config: DemoConfig) -> None:
     """A few-minute tour of alemlite; prints where every result went."""
     config.out.mkdir(parents=True, exist_ok=True)
     print(f"== Dining, N={config.philosophers}: reference policies over {config.episodes} episodes")
-    print("   (the paper reward's best policy eats nothing; the shaped reward has no such trap)\n")
+    print("   (under the paper reward, eating nothing scores near the top of these policies;")
+    print("   the shaped reward has no such trap)\n")
     table = _policy_table(config)
     print(table)
     (config.out / "dining_policies.txt").write_text(table + "\n")
@@ -72,6 +74,8 @@ def demo(config: DemoConfig) -> None:
     from baselines.train import main as train
 
     print(f"\n== IPPO on dining N={config.philosophers}: a short run that learns")
+    run_dir = config.out / "ippo-dining"
+    shutil.rmtree(run_dir, ignore_errors=True)  # each demo trains afresh; it resumes nothing
     train(
         TrainConfig(
             algorithm="ippo",
@@ -79,7 +83,7 @@ def demo(config: DemoConfig) -> None:
             num_updates=config.train_updates,
             num_seeds=2,
             eval_interval=max(1, config.train_updates // 4),
-            run_dir=str(config.out / "ippo-dining"),
+            run_dir=str(run_dir),
         )
     )
 
