@@ -22,6 +22,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from benchmarks.peers import protocol
+from benchmarks.peers.protocol import hash_actions
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -35,17 +38,9 @@ class Timing:
 
 
 def time_compiled(function: Callable, *args: Any, repeats: int = 5) -> Timing:
-    """AOT-compile `function(*args)`, warm up once, then time `repeats` runs."""
-    start = time.perf_counter()
-    compiled = jax.jit(function).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(*args))
-    durations = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        durations.append(time.perf_counter() - start)
-    return Timing(compile_s, statistics.median(durations), min(durations), max(durations), repeats)
+    """AOT-compile `function(*args)`, warm up once, then time `repeats` runs: the protocol
+    the peers are timed with, so both sides of every ratio are measured alike."""
+    return Timing(**protocol.time_compiled(function, *args, repeats=repeats))
 
 
 def time_python(function: Callable[[], Any], repeats: int = 5) -> Timing:
@@ -113,21 +108,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
-
-
-def hash_actions(step: jax.Array, num_envs: int, num_agents: int, num_actions: int) -> jax.Array:
-    """Cheap, deterministic pseudo-random actions from (step, env, agent).
-
-    Benchmarks use these so that the environment is timed, not the RNG.
-    """
-    env = jnp.arange(num_envs, dtype=jnp.uint32)[:, None]
-    agent = jnp.arange(num_agents, dtype=jnp.uint32)[None, :]
-    mixed = (step.astype(jnp.uint32) * jnp.uint32(0x9E3779B1)) ^ (env * jnp.uint32(0x85EBCA77))
-    mixed = mixed ^ (agent * jnp.uint32(0xC2B2AE3D))
-    mixed = mixed ^ (mixed >> 15)
-    mixed = mixed * jnp.uint32(0x2C1B3C6D)
-    mixed = mixed ^ (mixed >> 12)
-    return (mixed % jnp.uint32(num_actions)).astype(jnp.int32)
 
 
 def vec_rollout(

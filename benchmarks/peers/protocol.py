@@ -1,7 +1,8 @@
-"""The timing protocol, standalone (no alemlite import) for peer virtual environments.
+"""The timing protocol, standalone (no alemlite import) so that peer virtual environments
+can run it too; `benchmarks/harness.py` times alemlite with the same functions.
 
-Mirrors `benchmarks/harness.py`: AOT compile timed apart, one warm-up, the median of
-`repeats` runs with min and max, and hashed actions of (step, env, agent).
+AOT compile timed apart, one warm-up, the median of `repeats` runs with min and max, and
+hashed actions of (step, env, agent), so that the environment is timed, not the RNG.
 """
 
 from __future__ import annotations
