@@ -15,8 +15,7 @@ from typing import Any, Literal
 import tyro
 
 from alemlite.core.errors import require
-from alemlite.envs.craft import parse_difficulty
-from alemlite.envs.craft.constants import DIFFICULTY_PRESETS
+from alemlite.envs.craft.config import is_difficulty, parse_difficulty
 from baselines.common.curriculum import CurriculumConfig
 from baselines.common.group import GroupConfig
 
@@ -160,10 +159,8 @@ class TrainConfig:
             f"num_envs={self.num_envs} must be divisible by "
             f"ppo.num_minibatches={self.ppo.num_minibatches}",
         )
-        alpha = parse_difficulty(self.difficulty)
         require(
-            alpha in (*DIFFICULTY_PRESETS, "sampled")
-            or (isinstance(alpha, float) and 0.0 <= alpha <= 1.0),
+            is_difficulty(parse_difficulty(self.difficulty)),
             f"difficulty={self.difficulty!r}; choose easy, medium, hard, sampled or an alpha "
             "in [0, 1] (e.g. --difficulty medium)",
         )

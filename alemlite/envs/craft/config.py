@@ -24,6 +24,13 @@ def parse_difficulty(text: str) -> str | float:
         return text
 
 
+def is_difficulty(value: str | float) -> bool:
+    """A preset name, `sampled`, or an alpha in [0, 1]."""
+    if isinstance(value, str):
+        return value in (*C.DIFFICULTY_PRESETS, "sampled")
+    return 0.0 <= float(value) <= 1.0
+
+
 @dataclass(frozen=True)
 class CraftConfig:
     """Everything that fixes array shapes, plus the defaults of `CraftParams`.
@@ -96,11 +103,10 @@ class CraftConfig:
         require(self.max_steps >= 1, f"max_steps={self.max_steps} must be positive")
         require(self.revive_window >= 0, f"revive_window={self.revive_window} must be >= 0")
         require(self.day_length >= 1, f"day_length={self.day_length} must be positive")
-        presets = (*C.DIFFICULTY_PRESETS, "sampled")
         require(
-            self.difficulty in presets
-            or (not isinstance(self.difficulty, str) and 0.0 <= float(self.difficulty) <= 1.0),
-            f"difficulty={self.difficulty!r} must be one of {presets} or an alpha in [0, 1]",
+            is_difficulty(self.difficulty),
+            f"difficulty={self.difficulty!r} must be one of "
+            f"{(*C.DIFFICULTY_PRESETS, 'sampled')} or an alpha in [0, 1]",
         )
         require(
             0.0 <= self.task_probability <= 1.0,
