@@ -129,7 +129,7 @@ class IPPO:
             transitions.reward,
             transitions.value,
             transitions.done[..., None],
-            transitions.terminated[..., None],
+            transitions.terminal[..., None],
             transitions.final_value,
             last_value,
             ppo.gamma,

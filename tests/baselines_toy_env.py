@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from alemlite.core.environment import Environment
+from alemlite.core.environment import Environment, TimeLimit
 
 
 @struct.dataclass
@@ -49,6 +49,10 @@ class MatchingGame(Environment):
     @property
     def global_state_shape(self) -> tuple[int, ...]:
         return (4,)
+
+    @property
+    def time_limit(self) -> TimeLimit:
+        return TimeLimit.TASK  # the time left is observed
 
     @property
     def default_params(self) -> MatchingParams:

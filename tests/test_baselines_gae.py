@@ -1,4 +1,4 @@
-"""GAE against a plain-NumPy oracle, with terminated and truncated episodes kept apart."""
+"""GAE against a plain-NumPy oracle, with terminal ends and cut-offs kept apart."""
 
 import jax
 import numpy as np
@@ -10,15 +10,15 @@ GAMMA, LAMBDA = 0.9, 0.8
 STEPS, BATCH = 7, 5
 
 
-def numpy_gae(reward, value, done, terminated, final_value, last_value, gamma, lam):
-    """Step-by-step definition: the next value is 0 after termination, V(final obs) after
-    truncation, the stored next value otherwise; the recursion stops at episode ends."""
+def numpy_gae(reward, value, done, terminal, final_value, last_value, gamma, lam):
+    """Step-by-step definition: the next value is 0 at a terminal end, V(final obs) after a
+    cut-off, the stored next value otherwise; the recursion stops at episode ends."""
     steps = reward.shape[0]
     advantages = np.zeros_like(reward)
     after = np.zeros_like(last_value)
     for t in reversed(range(steps)):
         next_value = last_value.copy() if t == steps - 1 else value[t + 1].copy()
-        next_value = np.where(done[t], np.where(terminated[t], 0.0, final_value[t]), next_value)
+        next_value = np.where(done[t], np.where(terminal[t], 0.0, final_value[t]), next_value)
         delta = reward[t] + gamma * next_value - value[t]
         after = delta + gamma * lam * (1.0 - done[t]) * after
         advantages[t] = after

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from alemlite.core import Environment
+from alemlite.core import Environment, TimeLimit
 
 
 @struct.dataclass
@@ -48,6 +48,10 @@ class ToyEnv(Environment):
     @property
     def global_state_shape(self) -> tuple[int, ...]:
         return (self._num_agents + 1,)
+
+    @property
+    def time_limit(self) -> TimeLimit:
+        return TimeLimit.CUTOFF  # the step count is not observed
 
     @property
     def default_params(self) -> ToyParams:

@@ -1,6 +1,6 @@
 """The environment contract and the wrappers every environment plugs into."""
 
-from alemlite.core.environment import Environment, StepResult, Wrapper
+from alemlite.core.environment import Environment, StepResult, TimeLimit, Wrapper
 from alemlite.core.errors import ConfigError, require
 from alemlite.core.jaxmarl import JaxMARLAdapter
 from alemlite.core.logging import LogState, LogWrapper
@@ -17,6 +17,7 @@ __all__ = [
     "LogState",
     "LogWrapper",
     "StepResult",
+    "TimeLimit",
     "VecEnv",
     "VecState",
     "Wrapper",

@@ -13,6 +13,7 @@ generation) and `reset_from` (the cheap per-episode finish).
 from __future__ import annotations
 
 import abc
+import enum
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -23,6 +24,19 @@ ParamsT = TypeVar("ParamsT")
 
 # (obs, state, reward, done, info); info always holds "terminated" and "truncated".
 StepResult = tuple[jax.Array, Any, jax.Array, jax.Array, dict[str, jax.Array]]
+
+
+class TimeLimit(enum.Enum):
+    """What `truncated` means to a learner, declared by each environment.
+
+    TASK: the time limit is part of the task: a fixed horizon the agent observes
+    (and is often paid at), so nothing follows it and value targets end there.
+    CUTOFF: an open-ended episode cut short for practical reasons; value targets
+    bootstrap from the value of `info["final_observation"]`.
+    """
+
+    TASK = "task"
+    CUTOFF = "cutoff"
 
 
 class Environment(abc.ABC, Generic[StateT, ParamsT]):
@@ -64,6 +78,11 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     @abc.abstractmethod
     def default_params(self) -> ParamsT:
         """Dynamic parameters built from the static config's defaults."""
+
+    @property
+    @abc.abstractmethod
+    def time_limit(self) -> TimeLimit:
+        """Whether reaching `max_steps` ends the task (`TASK`) or cuts it off (`CUTOFF`)."""
 
     @property
     def needs_step_key(self) -> bool:
@@ -152,6 +171,10 @@ class Wrapper(Environment[StateT, ParamsT]):
     @property
     def default_params(self) -> ParamsT:
         return self.inner.default_params
+
+    @property
+    def time_limit(self) -> TimeLimit:
+        return self.inner.time_limit
 
     @property
     def needs_step_key(self) -> bool:

@@ -1,8 +1,10 @@
-"""Generalised advantage estimation with terminated and truncated episodes kept apart.
+"""Generalised advantage estimation with terminal ends and cut-offs kept apart.
 
 Where an episode ends, the next stored value belongs to a fresh episode, so it is
-never used. A terminated episode has no future (next value 0); a truncated one was
-cut by the time limit and bootstraps from the value of its final observation.
+never used. At a terminal end (a termination, or a time limit that is part of
+the task) nothing follows: the next value is 0. An episode cut off by a time
+limit that is not part of the task bootstraps from the value of its final
+observation.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ def generalised_advantages(
     reward: jax.Array,
     value: jax.Array,
     done: jax.Array,
-    terminated: jax.Array,
+    terminal: jax.Array,
     final_value: jax.Array,
     last_value: jax.Array,
     gamma: float,
@@ -23,13 +25,13 @@ def generalised_advantages(
 ) -> tuple[jax.Array, jax.Array]:
     """Advantages and value targets, both shaped like `reward`.
 
-    reward, value, final_value: `(T, ...)`; done, terminated: `(T, ...)` broadcastable
+    reward, value, final_value: `(T, ...)`; done, terminal: `(T, ...)` broadcastable
     against them; last_value: the value of the observation after the last step, `(...)`.
     """
     done = jnp.broadcast_to(done, reward.shape)
-    terminated = jnp.broadcast_to(terminated, reward.shape)
+    terminal = jnp.broadcast_to(terminal, reward.shape)
     next_value = jnp.concatenate([value[1:], last_value[None]], axis=0)
-    end_value = jnp.where(terminated, 0.0, final_value)
+    end_value = jnp.where(terminal, 0.0, final_value)
     next_value = jnp.where(done, end_value, next_value)
     delta = reward + gamma * next_value - value
     continues = 1.0 - done.astype(reward.dtype)

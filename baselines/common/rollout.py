@@ -1,10 +1,15 @@
 """Collecting `T` steps from a `VecEnv` (with `LogWrapper`) into time-major arrays.
 
 The rollout is agnostic of the algorithm: it calls `act` for actions, log-probs
-and values, and `bootstrap` for the value of the observation a truncated
-episode ended on (`info["final_observation"]` / `info["final_global_state"]`),
-computed with the recurrent state the episode ended with, which is why it is
-computed here rather than after the rollout.
+and values, and `bootstrap` for the value of the observation a cut-off episode
+ended on (`info["final_observation"]` / `info["final_global_state"]`), computed
+with the recurrent state the episode ended with, which is why it is computed
+here rather than after the rollout.
+
+The environment's declared `time_limit` decides what a truncation means for
+value targets: at a time limit that is part of the task (`TimeLimit.TASK`)
+nothing follows, so the step is `terminal` like a termination; at a cut-off
+(`TimeLimit.CUTOFF`) the target bootstraps from the final observation.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from alemlite.core.environment import TimeLimit
 from alemlite.core.vec import VecEnv, VecState
 
 
@@ -57,9 +63,8 @@ class Transition:
     value: jax.Array  # (E, N)
     reward: jax.Array  # (E, N)
     done: jax.Array  # (E,) terminated | truncated
-    terminated: jax.Array  # (E,)
-    truncated: jax.Array  # (E,)
-    final_value: jax.Array  # (E, N) value of the final observation; used where truncated
+    terminal: jax.Array  # (E,) nothing follows: terminated, or truncated at a task time limit
+    final_value: jax.Array  # (E, N) value of the final observation where cut off, else 0
     episode_return: jax.Array  # (E,) mean over active seats of the episode ending here
     episode_length: jax.Array  # (E,)
     episode_metrics: dict[str, jax.Array]  # scalar metrics of the episode ending here, (E,)
@@ -89,6 +94,7 @@ def collect(
     num_steps: int,
 ) -> tuple[RolloutState, Transition]:
     """Play `num_steps` steps; returns the new rollout state and `(T, E, ...)` transitions."""
+    cut_off_at_time_limit = vec_env.env.time_limit is TimeLimit.CUTOFF
 
     def one_step(rollout: RolloutState, step_key):
         act_key, env_key = jax.random.split(step_key)
@@ -97,14 +103,19 @@ def collect(
             env_key, rollout.env_state, actions, env_params
         )
         next_view = agent_view(vec_env, env_state, observation, env_params, done)
-        final_view = next_view.replace(
-            observation=info["final_observation"],
-            global_state=info["final_global_state"],
-            episode_start=jnp.zeros_like(done),
-        )
-        final_value = jnp.where(
-            info["truncated"][:, None], bootstrap(params, hidden, final_view), 0.0
-        )
+        if cut_off_at_time_limit:
+            final_view = next_view.replace(
+                observation=info["final_observation"],
+                global_state=info["final_global_state"],
+                episode_start=jnp.zeros_like(done),
+            )
+            final_value = jnp.where(
+                info["truncated"][:, None], bootstrap(params, hidden, final_view), 0.0
+            )
+            terminal = info["terminated"]
+        else:
+            final_value = jnp.zeros_like(reward)
+            terminal = done
         active = rollout.view.active
         transition = Transition(
             view=rollout.view,
@@ -113,8 +124,7 @@ def collect(
             value=value,
             reward=reward,
             done=done,
-            terminated=info["terminated"],
-            truncated=info["truncated"],
+            terminal=terminal,
             final_value=final_value,
             episode_return=(info["episode_return"] * active).sum(-1)
             / jnp.maximum(active.sum(-1), 1),
@@ -129,7 +139,8 @@ def collect(
 
 
 def episode_statistics(transitions: Transition) -> dict[str, jax.Array]:
-    """Means over the episodes that ended within `transitions` (NaN when none ended)."""
+    """Means over the episodes that ended within `transitions` (NaN when none ended), and
+    the agent steps played."""
     done = transitions.done
     count = done.sum()
 
@@ -143,4 +154,6 @@ def episode_statistics(transitions: Transition) -> dict[str, jax.Array]:
     metrics["episode/return"] = mean_at_done(transitions.episode_return)
     metrics["episode/length"] = mean_at_done(transitions.episode_length.astype(jnp.float32))
     metrics["episode/count"] = count.astype(jnp.float32)
+    # Steps of seats in play only: inert seats of a padded table are no agents.
+    metrics["agent_steps"] = transitions.view.active.sum(dtype=jnp.int32)
     return metrics

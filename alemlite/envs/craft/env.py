@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from alemlite.core.environment import Environment, StepResult
+from alemlite.core.environment import Environment, StepResult, TimeLimit
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import construction, elites, roles, tasks, trading
 from alemlite.envs.craft import mobs as mob_rules
@@ -93,6 +93,11 @@ class CraftEnv(Environment[CraftState, CraftParams]):
     @property
     def default_params(self) -> CraftParams:
         return CraftParams.from_config(self.config)
+
+    @property
+    def time_limit(self) -> TimeLimit:
+        # Survival is open-ended; `max_steps` only bounds the episode and is not observed.
+        return TimeLimit.CUTOFF
 
     # ---- dynamics ------------------------------------------------------------------
     def generate(self, key: jax.Array, params: CraftParams) -> CraftState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from alemlite.core.environment import Environment, StepResult
+from alemlite.core.environment import Environment, StepResult, TimeLimit
 from alemlite.envs.dining import observation, rewards, rules
 from alemlite.envs.dining.config import DiningConfig, DiningParams, make_params
 from alemlite.envs.dining.max_meals import lookup_max_meals, max_meals_table
@@ -57,6 +57,11 @@ class DiningEnv(Environment[DiningState, DiningParams]):
     @property
     def default_params(self) -> DiningParams:
         return make_params(self.config)
+
+    @property
+    def time_limit(self) -> TimeLimit:
+        # The horizon is fixed, observed (steps left) and both rewards pay at its end.
+        return TimeLimit.TASK
 
     @property
     def needs_step_key(self) -> bool:
