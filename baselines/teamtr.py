@@ -5,7 +5,8 @@ grouped episodes are drawn from the team as it stands (earlier seats already
 updated), so every stage is on-policy. A stage runs GRPO's epochs on that seat's
 samples only; after every epoch the seat's KL(before || after) is measured (k3,
 on the seat's own states) and the epochs stop once it exceeds `kl_budget`. The
-step from the stage's start is then halved until it fits the budget (or undone).
+step from the stage's start is then halved until it fits the budget (or undone);
+a stage whose step was scaled back also restores the optimizer state it began with.
 Each stage logs its surrogate gain, mean over the seat's samples of
 `(ratio - 1) * advantage`: the first-order improvement its update promises.
 
@@ -80,6 +81,7 @@ class TeamTR(GRPO):
             name: jnp.nanmean(values) for name, values in per_stage.items() if name != "teamtr/seat"
         }
         metrics["teamtr/gain_total"] = per_stage["teamtr/gain"].sum()
+        metrics["agent_steps"] = per_stage["agent_steps"].sum()  # every stage plays a rollout
         for name in ("seat", "gain", "kl", "step_scale", "epochs"):
             for index in range(num_agents):  # unpacks the stacked stages into scalar records
                 metrics[f"teamtr/stage_{index}/{name}"] = per_stage[f"teamtr/{name}"][index]
@@ -93,7 +95,7 @@ class TeamTR(GRPO):
         )
         return runner, metrics
 
-    def seat_update(self, start_params, opt_state, batch, key, reference):
+    def seat_update(self, start_params, start_opt_state, batch, key, reference):
         """GRPO epochs on one seat's samples, stopped and scaled back into the KL budget."""
         ppo, budget = self.config.ppo, self.group.kl_budget
         weights = env_major(batch["weights"])
@@ -125,15 +127,20 @@ class TeamTR(GRPO):
             stopped = stopped | (seat_kl(actor_params) > budget)
             return (actor_params, opt_state, stopped, epochs + ~skip), diagnostics
 
-        (end_params, opt_state, _, epochs), diagnostics = jax.lax.scan(
+        (end_params, end_opt_state, _, epochs), diagnostics = jax.lax.scan(
             one_epoch,
-            (start_params, opt_state, jnp.zeros((), bool), jnp.zeros((), jnp.int32)),
+            (start_params, start_opt_state, jnp.zeros((), bool), jnp.zeros((), jnp.int32)),
             jax.random.split(key, ppo.num_epochs),
         )
         scales = 0.5 ** jnp.arange(self.group.backtrack_steps, dtype=jnp.float32)
         kls = jax.vmap(lambda scale: seat_kl(interpolate(start_params, end_params, scale)))(scales)
         scale = largest_step_within_budget(kls, scales, budget)
         actor_params = interpolate(start_params, end_params, scale)
+        # The optimizer's moments and count describe the unscaled steps; after a scale-back
+        # they would steer later stages with steps that were never taken, so they go too.
+        opt_state = jax.tree.map(
+            lambda start, end: jnp.where(scale == 1.0, end, start), start_opt_state, end_opt_state
+        )
         log_ratio = seat_log_ratio(actor_params)
         metrics = {
             **jax.tree.map(jnp.mean, diagnostics),

@@ -142,6 +142,15 @@ def test_the_stage_advances_on_the_plateau_and_is_logged(curriculum_run):
     assert [r["curriculum/stage"] for r in evals] == [0, 0, 1]
     assert [r["curriculum/advanced"] for r in evals] == [False, True, False]
     assert [r["curriculum/size"] for r in records(run_dir, "train")] == [3, 3, 3, 3, 5, 5]
+    # Agent steps count seats in play (the tables' sizes), never the inert seats up to 5.
+    per_update = [
+        config.num_steps * table_sizes(config.curriculum, stage, config.num_envs).sum()
+        for stage in (0, 0, 0, 0, 1, 1)
+    ]
+    steps = [r["agent_steps"] for r in records(run_dir, "train")]
+    assert steps == np.cumsum(per_update).tolist()
+    assert steps[-1] < config.num_updates * config.num_envs * config.num_steps * 5
+    assert summary["agent_steps_per_seed"] == steps[-1]
     for record in records(run_dir, "train"):
         for name in ("loss/total", "loss/policy", "loss/value", "loss/entropy"):
             assert np.isfinite(record[name]), (name, record)
@@ -188,6 +197,7 @@ def test_resumed_curriculum_equals_uninterrupted_run(curriculum_run, env, tmp_pa
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-5, atol=1e-6)
     assert int(actual_state["curriculum"]["stage"]) == 1
     assert resumed["final"]["return_per_seed"] == pytest.approx(summary["final"]["return_per_seed"])
+    assert resumed["agent_steps_per_seed"] == summary["agent_steps_per_seed"]
     assert [r["curriculum/size"] for r in records(tmp_path / "resumed", "train")] == [
         3,
         3,

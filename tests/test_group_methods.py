@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optax.tree_utils import tree_get_all_with_path
 
 import alemlite
 from alemlite.core.errors import ConfigError
@@ -250,3 +251,18 @@ def test_teamtr_holds_every_seat_within_budget_and_skips_the_inert_seat(teamtr_r
                 assert metrics[f"teamtr/stage_{k}/epochs"] == 0
                 assert metrics[f"teamtr/stage_{k}/gain"] == 0
     assert min(scales) < 1.0  # the budget did bind
+
+
+def test_teamtr_keeps_optimizer_state_only_of_steps_taken_whole(teamtr_run):
+    _, runner, history = teamtr_run
+    stages = [
+        (metrics[f"teamtr/stage_{k}/epochs"], metrics[f"teamtr/stage_{k}/step_scale"])
+        for metrics in history
+        for k in range(4)
+    ]
+    steps_per_epoch = CONFIG.ppo.num_minibatches
+    taken = sum(epochs * steps_per_epoch for epochs, scale in stages if scale == 1.0)
+    tried = sum(epochs * steps_per_epoch for epochs, _ in stages)
+    assert tried > taken  # some stage ran epochs and was scaled back
+    counts = {int(count) for _, count in tree_get_all_with_path(runner.opt_state, "count")}
+    assert counts == {int(taken)}

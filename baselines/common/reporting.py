@@ -57,20 +57,24 @@ class MetricsLog:
         return [json.loads(line) for line in self.path.read_text().splitlines() if line]
 
 
-def train_records(
-    metrics: Mapping[str, np.ndarray], first_update: int, agent_steps_per_update: int
-):
-    """One record per update from chunk metrics `(updates, seeds)`: means over seeds."""
+def train_records(metrics: Mapping[str, np.ndarray], first_update: int, agent_steps_before: int):
+    """One record per update from chunk metrics `(updates, seeds)`: means over seeds.
+
+    `agent_steps` counts up from `agent_steps_before` by each update's `agent_steps`
+    metric (seats in play, the same for every seed).
+    """
     num_updates = next(iter(metrics.values())).shape[0]
+    agent_steps = agent_steps_before + np.cumsum(np.asarray(metrics["agent_steps"])[:, 0])
     records = []
     for index in range(num_updates):
-        update = first_update + index + 1
         record: dict[str, Any] = {
             "kind": "train",
-            "update": update,
-            "agent_steps": update * agent_steps_per_update,
+            "update": first_update + index + 1,
+            "agent_steps": int(agent_steps[index]),
         }
         for name, values in metrics.items():
+            if name == "agent_steps":
+                continue
             per_seed = values[index]
             finite = per_seed[np.isfinite(per_seed)]
             record[name] = float(finite.mean()) if finite.size else None

@@ -246,8 +246,9 @@ def train(
         name: summary["return_across_seeds"]["mean"]
         for name, summary in reference_summaries.items()
     }
-    agent_steps_per_update = (
-        config.num_envs * config.num_steps * env.num_agents * algorithm.rollouts_per_update
+    # Counted from the rollouts (seats in play), so a curriculum's padded tables count their size.
+    agent_steps = max(
+        (record["agent_steps"] for record in log.read() if record["update"] <= update), default=0
     )
     title = run_title(config, env)
 
@@ -261,7 +262,8 @@ def train(
     while update < config.num_updates:
         runner, metrics = program.run_chunk(runner)
         metrics = jax.device_get(metrics)
-        records = train_records(metrics, update, agent_steps_per_update)
+        records = train_records(metrics, update, agent_steps)
+        agent_steps = records[-1]["agent_steps"]
         if tracker is not None:  # the stage this chunk trained at
             stage = int(tracker.stage)
             for record in records:
@@ -280,7 +282,7 @@ def train(
             eval_record = {
                 "kind": "eval",
                 "update": update,
-                "agent_steps": update * agent_steps_per_update,
+                "agent_steps": agent_steps,
                 "validation_return": validation_return,
                 "best_validation_return": np.asarray(best.validation_return),
             }
@@ -304,7 +306,7 @@ def train(
     progress.close()
     checkpoints.close()
 
-    summary = _final_summary(config, evaluator, runner, best, agent_steps_per_update)
+    summary = _final_summary(config, evaluator, runner, best, agent_steps)
     if tracker is not None:
         summary["curriculum"] = _curriculum_summary(config, program, runner, best, tracker, summary)
     summary["references"] = reference_summaries
@@ -391,7 +393,7 @@ def _keep_best(best: BestActors, actor_params, validation_return: np.ndarray, up
     )
 
 
-def _final_summary(config, evaluator, runner, best, agent_steps_per_update) -> dict[str, Any]:
+def _final_summary(config, evaluator, runner, best, agent_steps: int) -> dict[str, Any]:
     final = evaluator(runner.params["actor"], config.test_episodes, config.test_seed)
     best_test = evaluator(best.actor_params, config.test_episodes, config.test_seed)
     return {
@@ -399,7 +401,7 @@ def _final_summary(config, evaluator, runner, best, agent_steps_per_update) -> d
         "env": {"name": config.env, **config.env_kwargs()},
         "num_seeds": config.num_seeds,
         "num_updates": config.num_updates,
-        "agent_steps_per_seed": config.num_updates * agent_steps_per_update,
+        "agent_steps_per_seed": agent_steps,
         "test_seed": config.test_seed,
         "test_episodes": config.test_episodes,
         "final": held_out_summary(final),
