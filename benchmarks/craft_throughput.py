@@ -35,6 +35,7 @@ from benchmarks.harness import (
     vec_rollout,
     write_results,
 )
+from benchmarks.provenance import begin_run
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 PEER_SETUP = {
@@ -70,6 +71,8 @@ class CraftBenchConfig:
     """map sizes at which `step` alone (no reset) is timed, to show it ignores the map"""
     map_size_check_envs: int = 512
     out_dir: Path = RESULTS_DIR
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
 
 
 def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: bool) -> dict:
@@ -166,6 +169,7 @@ def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
 
 def run(config: CraftBenchConfig) -> dict:
     """Sweep Craft throughput; time peers side by side where their venvs are given."""
+    provenance = begin_run([config.out_dir], config.allow_dirty)
     env = alemlite.make("craft", num_agents=config.num_agents, map_size=config.map_size)
     state = jax.jit(env.generate)(jax.random.PRNGKey(0), env.default_params)
     sizes = [2**power for power in range(config.min_log2_envs, config.max_log2_envs + 1)]
@@ -227,7 +231,7 @@ def run(config: CraftBenchConfig) -> dict:
         "peers": side_by_side,
         "best": best,
     }
-    path = write_results("craft_throughput", payload, config.out_dir)
+    path = write_results("craft_throughput", payload, config.out_dir, provenance)
     plot_path = _plot(sweep, side_by_side, path.with_suffix(".png"), config)
     for policy, entry in best.items():
         print(

@@ -31,6 +31,7 @@ from benchmarks.harness import (
     vec_rollout,
     write_results,
 )
+from benchmarks.provenance import begin_run
 
 PLOT_LABELS = {"hashed": "env only", "uniform_random": "random policy"}
 ORACLE_PATH = Path(__file__).resolve().parents[1] / "tests" / "oracles" / "dining.py"
@@ -47,6 +48,8 @@ class DiningBenchConfig:
     repeats: int = 5
     oracle_steps: int = 20_000
     out_dir: Path = RESULTS_DIR
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
 
 
 def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
@@ -69,6 +72,7 @@ def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
 
 def run(config: DiningBenchConfig) -> dict:
     """Sweep dining throughput and compare with the plain-Python engine."""
+    provenance = begin_run([config.out_dir], config.allow_dirty)
     sweep = []
     sizes = [2**power for power in range(config.max_log2_envs + 1)]
     points = [(n, b, policy) for n in config.table_sizes for b in sizes for policy in (False, True)]
@@ -115,7 +119,7 @@ def run(config: DiningBenchConfig) -> dict:
         "python_engine": {str(n): value for n, value in oracle.items()},
         "best": best,
     }
-    path = write_results("dining_throughput", payload, config.out_dir)
+    path = write_results("dining_throughput", payload, config.out_dir, provenance)
     plot_path = _plot(sweep, oracle, path.with_suffix(".png"))
     for name, entry in best.items():
         print(

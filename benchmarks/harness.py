@@ -2,17 +2,15 @@
 
 Compile ahead of time and report compile time apart; warm up once; time at
 least five `block_until_ready` repeats and report the median with min and max;
-write one JSON per run that names the machine, the device, the JAX version and
-the project commit, beside a plot of the sweep.
+write one JSON per run that carries the run's provenance (`benchmarks/provenance.py`:
+commit, dirty tree, command, machine, device, library versions, wall time), beside a
+plot of the sweep.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -24,6 +22,7 @@ import jax.numpy as jnp
 
 from benchmarks.peers import protocol
 from benchmarks.peers.protocol import hash_actions
+from benchmarks.provenance import RunProvenance
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -62,40 +61,12 @@ def format_interval(summary: Mapping[str, float], digits: int = 2) -> str:
     return f"{mean} [{low}, {high}]"
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).resolve().parent,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def machine_info() -> dict[str, Any]:
-    device = jax.devices()[0]
-    return {
-        "machine": platform.node(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "device_kind": device.device_kind,
-        "platform": device.platform,
-        "jax_version": jax.__version__,
-        "python": platform.python_version(),
-        "commit": git_commit(),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-
-
-def write_results(name: str, payload: dict[str, Any], out_dir: Path = RESULTS_DIR) -> Path:
-    """Write `payload` plus machine info as `<name>_<platform>.json`; returns the path."""
+def write_results(name: str, payload: dict[str, Any], out_dir: Path, run: RunProvenance) -> Path:
+    """Write `payload` and the run's provenance as `<name>_<platform>.json`; returns the path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    info = machine_info()
-    path = out_dir / f"{name}_{info['platform']}.json"
-    body = {"benchmark": name, **info, **_plain(payload)}
+    provenance = run.describe()
+    path = out_dir / f"{name}_{provenance['platform']}.json"
+    body = {"benchmark": name, **provenance, **_plain(payload)}
     path.write_text(json.dumps(body, indent=2) + "\n")
     return path
 

@@ -23,7 +23,8 @@ from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
 from baselines.common.trainer import train
 from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, format_interval, machine_info
+from benchmarks.harness import RESULTS_DIR, format_interval
+from benchmarks.provenance import begin_run
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
@@ -46,10 +47,14 @@ class MarlDiningConfig:
     """Suffix of run and figure names, to keep variants apart (e.g. "-anneal")."""
     reuse_runs: bool = False
     """Collect the summaries of runs already finished in runs_dir instead of training again."""
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ and docs/ from a tree with uncommitted changes (marked
+    dirty)."""
 
 
 def run(config: MarlDiningConfig) -> dict:
-    results = {"machine": machine_info(), "config": dataclasses.asdict(config), "runs": {}}
+    provenance = begin_run([config.out, FIGURES_DIR], config.allow_dirty)
+    results = {"config": dataclasses.asdict(config), "runs": {}}
     FIGURES_DIR.mkdir(parents=True, exist_ok=True)
     references = reference_policies("dining")
     for size in config.sizes:
@@ -78,6 +83,7 @@ def run(config: MarlDiningConfig) -> dict:
             summary = train(train_config, references=references)
             results["runs"][name] = summary
             shutil.copy(run_dir / "learning_curve.png", FIGURES_DIR / f"{name}.png")
+    results["machine"] = provenance.describe()
     config.out.parent.mkdir(parents=True, exist_ok=True)
     config.out.write_text(to_json(results))
     print(markdown_table(results))

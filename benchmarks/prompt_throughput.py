@@ -23,6 +23,7 @@ import tyro
 
 import alemlite
 from benchmarks.harness import RESULTS_DIR, write_results
+from benchmarks.provenance import begin_run
 from llm_bridge.render.base import PromptOptions
 from llm_bridge.render.craft import CraftRenderer
 from llm_bridge.render.dining import DiningRenderer
@@ -87,10 +88,13 @@ class PromptBenchConfig:
     craft_agents: int = 3
     repeats: int = 10
     out_dir: Path = RESULTS_DIR
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
 
 
 def run(config: PromptBenchConfig) -> dict:
     """Time the batched dining and Craft serialisers, transfer included."""
+    provenance = begin_run([config.out_dir], config.allow_dirty)
     dining = alemlite.make("dining", num_philosophers=config.philosophers)
     craft = alemlite.make("craft", num_agents=config.craft_agents)
     dining_renderer, craft_renderer = DiningRenderer.for_env(dining), CraftRenderer(craft)
@@ -102,7 +106,7 @@ def run(config: PromptBenchConfig) -> dict:
         ),
     ]  # fmt: skip
     payload = {"config": {**config.__dict__, "out_dir": str(config.out_dir)}, "results": results}
-    path = write_results("prompt_throughput", payload, config.out_dir)
+    path = write_results("prompt_throughput", payload, config.out_dir, provenance)
     for result in results:
         print(
             f"{result['env']}: {result['prompts_per_s_median']:,.0f} prompts/s (median of "

@@ -28,6 +28,7 @@ from alemlite.core import LogWrapper
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
 from benchmarks.harness import RESULTS_DIR, time_compiled, vec_rollout, write_results
+from benchmarks.provenance import begin_run
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class TrainingSpeedConfig:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     repeats: int = 5
     out_dir: Path = RESULTS_DIR
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
 
 
 def measure(config: TrainingSpeedConfig) -> dict:
@@ -152,9 +155,10 @@ def plot(result: dict, algorithms: tuple[str, ...], path: Path) -> None:
 
 
 def main(config: TrainingSpeedConfig) -> None:
+    provenance = begin_run([config.out_dir], config.allow_dirty)
     result = measure(config)
     name = f"training_speed_{config.env}"
-    path = write_results(name, result, config.out_dir)
+    path = write_results(name, result, config.out_dir, provenance)
     plot(result, config.algorithms, path.with_suffix(".png"))
     print(f"wrote {path}")
 

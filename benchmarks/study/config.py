@@ -94,6 +94,9 @@ class StudyConfig:
     """Reuse runs that already finished (their study.json), so the study resumes."""
     report_only: bool = False
     """Rebuild the plots and the report from the results JSON without training."""
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ and docs/ from a tree with uncommitted changes (marked
+    dirty)."""
 
     @property
     def budget(self) -> Budget:

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 
 from baselines.common.reporting import to_json
-from benchmarks.harness import machine_info
+from benchmarks.provenance import begin_run
 from benchmarks.study.config import StudyConfig
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import kept_conclusions, markdown_report
@@ -27,6 +27,9 @@ from benchmarks.study.statistics import outcome
 def run(config: StudyConfig) -> dict[str, Any]:
     """Run (or reuse) every run of the study and write its results; with `report_only`,
     rebuild the plots and the report from the results JSON alone."""
+    provenance = begin_run(
+        [config.results_path, config.report_path, config.figures_dir], config.allow_dirty
+    )
     if config.report_only:
         results = json.loads(config.results_path.read_text())
         write_outputs(config, results)
@@ -36,7 +39,6 @@ def run(config: StudyConfig) -> dict[str, Any]:
     # Compiled programs persist across restarts, so a resumed study does not compile again.
     jax.config.update("jax_compilation_cache_dir", str((runs_dir / "jax_cache").absolute()))
     results: dict[str, Any] = {
-        "machine": machine_info(),
         "config": dataclasses.asdict(config),
         "budget": dataclasses.asdict(budget),
         "settings": {},
@@ -88,6 +90,7 @@ def run(config: StudyConfig) -> dict[str, Any]:
         for setting in results["settings"].values()
         for run in setting["methods"].values()
     ) + sum(pair["curriculum"]["wall_s"] for pair in results["curriculum"].values())
+    results["machine"] = provenance.describe()
     config.results_path.parent.mkdir(parents=True, exist_ok=True)
     config.results_path.write_text(to_json(results))
     write_outputs(config, results)
