@@ -113,7 +113,11 @@ def train_and_evaluate(config: TrainConfig) -> tuple[dict, dict[str, dict[str, n
         "num_seeds": config.num_seeds,
         "num_envs": config.num_envs,
         "num_updates": config.num_updates,
-        "env_steps_per_seed": summary["agent_steps_per_seed"] // env.num_agents,
+        # Table steps: a curriculum's smaller tables play fewer agent steps per table step.
+        "env_steps_per_seed": config.num_updates
+        * config.num_envs
+        * config.num_steps
+        * program.algorithm.rollouts_per_update,
         "agent_steps_per_seed": summary["agent_steps_per_seed"],
         "wall_s": wall_s,
         "best_update_per_seed": summary["best"]["update_per_seed"],
