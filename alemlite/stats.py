@@ -1,16 +1,35 @@
 """Host-side statistics for evaluation reports and comparisons between runs.
 
-Everything here takes plain arrays of per-episode values and returns floats, so
-MARL evaluations, LLM evaluations and benchmark scripts aggregate the same way.
+Everything here takes plain arrays of per-episode (or per-run) values and returns floats,
+so MARL evaluations, LLM evaluations and benchmark scripts aggregate the same way.
+
+The aggregates follow rliable (Agarwal et al. 2021, "Deep RL at the edge of the
+statistical precipice"): interquartile mean, optimality gap, probability of improvement
+and performance profiles, over a set of tasks with one array of runs (seeds) per task.
+Their intervals come from the stratified bootstrap: `scipy.stats.bootstrap` with one
+sample per task and `paired=False`, so each task's runs are resampled with replacement
+within that task, never mixed across tasks. Intervals are percentile intervals, as
+rliable's are: BCa's acceleration is a jackknife estimate that, with a handful of seeds
+and statistics that are flat almost everywhere (a trimmed mean, a rank statistic), is
+unstable, and scipy gives NaN where the resamples are degenerate. The generator is
+seeded, so a report built twice from the same numbers prints the same intervals.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
+
+from alemlite.core.errors import require
+
+RESAMPLES = 10_000
+"""Bootstrap resamples per interval."""
+IQM_CUT = 0.25
+"""Fraction trimmed from each end for the interquartile mean."""
 
 
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
@@ -27,24 +46,15 @@ def wilson_ci(successes: int, trials: int, confidence: float = 0.95) -> tuple[fl
     """Rate with Wilson's score interval, sound near 0 and 1 where the normal one is not."""
     if trials <= 0:
         return float("nan"), float("nan"), float("nan")
-    z = float(scipy_stats.norm.ppf((1 + confidence) / 2))
-    rate = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (rate + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
-    return rate, max(0.0, centre - half), min(1.0, centre + half)
+    interval = scipy_stats.binomtest(successes, trials).proportion_ci(confidence, method="wilson")
+    return successes / trials, float(interval.low), float(interval.high)
 
 
 def bootstrap_ci(
-    values: np.ndarray, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+    values: np.ndarray, confidence: float = 0.95, resamples: int = RESAMPLES, seed: int = 0
 ) -> tuple[float, float, float]:
     """Mean with a percentile bootstrap interval (seeded, so reports are reproducible)."""
-    values = np.asarray(values, dtype=np.float64).ravel()
-    rng = np.random.default_rng(seed)
-    means = rng.choice(values, size=(resamples, values.size), replace=True).mean(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return float(values.mean()), float(low), float(high)
+    return _floats(stratified_bootstrap([values], _mean, confidence, resamples, seed))
 
 
 def welch_t_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -115,3 +125,145 @@ def compare(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
         "mann_whitney_u": u,
         "mann_whitney_p": p_u,
     }
+
+
+def stratified_bootstrap(
+    samples: Sequence[ArrayLike],
+    statistic: Callable[..., np.ndarray],
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`statistic(*samples)` with its percentile interval from the stratified bootstrap.
+
+    Each sample (one task's runs) is resampled with replacement on its own. `statistic`
+    must be vectorised: it takes arrays `(..., runs)`, reduces `axis` (the last), and may
+    return a vector, whose components then come first. A sample of one run always
+    resamples to itself, so it is held fixed (scipy needs two observations to resample).
+    """
+    samples = [np.asarray(sample, dtype=np.float64).ravel() for sample in samples]
+    empty = [index for index, sample in enumerate(samples) if sample.size == 0]
+    require(not empty, f"samples {empty} hold no values; give every task at least one run")
+    point = np.asarray(statistic(*samples, axis=-1), dtype=np.float64)
+    varied = [index for index, sample in enumerate(samples) if sample.size > 1]
+    if not varied:
+        return point, point, point
+
+    def with_fixed_singletons(*drawn: np.ndarray, axis: int = -1) -> np.ndarray:
+        batch = drawn[0].shape[:-1]
+        resampled = dict(zip(varied, drawn, strict=True))
+        full = [
+            resampled[index] if index in resampled else np.broadcast_to(sample, (*batch, 1))
+            for index, sample in enumerate(samples)
+        ]
+        return statistic(*full, axis=axis)
+
+    result = scipy_stats.bootstrap(
+        [samples[index] for index in varied],
+        with_fixed_singletons,
+        n_resamples=resamples,
+        confidence_level=confidence,
+        method="percentile",
+        paired=False,
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    interval = result.confidence_interval
+    return point, np.asarray(interval.low, np.float64), np.asarray(interval.high, np.float64)
+
+
+def _floats(estimate: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[float, float, float]:
+    point, low, high = estimate
+    return float(point), float(low), float(high)
+
+
+def _mean(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(np.concatenate(samples, axis=axis), axis=axis)
+
+
+def _interquartile_mean(*tasks: np.ndarray, axis: int = -1) -> np.ndarray:
+    return scipy_stats.trim_mean(np.concatenate(tasks, axis=axis), IQM_CUT, axis=axis)
+
+
+def iqm_ci(
+    scores_per_task: Sequence[ArrayLike],
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Interquartile mean of all runs of all tasks, with a stratified bootstrap interval.
+
+    `scipy.stats.trim_mean(scores, 0.25)` on the pooled scores, as rliable computes it: it
+    cuts `floor(n / 4)` scores from each end, so when 4 does not divide n slightly more
+    than the middle half is kept (10 of 18, all of 3).
+    """
+    return _floats(
+        stratified_bootstrap(scores_per_task, _interquartile_mean, confidence, resamples, seed)
+    )
+
+
+def optimality_gap_ci(
+    scores_per_task: Sequence[ArrayLike],
+    gamma: float = 1.0,
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Mean over all runs of all tasks of max(0, gamma - score): how far runs fall short of
+    `gamma`, with no credit for exceeding it; stratified bootstrap interval."""
+
+    def gap(*tasks: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(np.maximum(0.0, gamma - np.concatenate(tasks, axis=axis)), axis=axis)
+
+    return _floats(stratified_bootstrap(scores_per_task, gap, confidence, resamples, seed))
+
+
+def probability_of_improvement_ci(
+    x_per_task: Sequence[ArrayLike],
+    y_per_task: Sequence[ArrayLike],
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """P(X > Y), ties counting one half, averaged over tasks, with a stratified bootstrap
+    interval (each method's runs resampled within each task).
+
+    Per task it is the Mann-Whitney U statistic of X divided by n_x * n_y. The cost is one
+    ranking per resample and task, so thousands of runs a side want fewer resamples.
+    """
+    tasks = len(x_per_task)
+    require(
+        tasks == len(y_per_task) and tasks > 0,
+        f"X has {tasks} tasks and Y {len(y_per_task)}; give both the same tasks, in order",
+    )
+
+    def improvement(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        per_task = [
+            # Only U is used, so the cheap asymptotic p-value is computed, never the exact one.
+            scipy_stats.mannwhitneyu(x, y, axis=axis, method="asymptotic").statistic
+            / (x.shape[axis] * y.shape[axis])
+            for x, y in zip(samples[:tasks], samples[tasks:], strict=True)
+        ]
+        return np.mean(per_task, axis=0)
+
+    samples = [*x_per_task, *y_per_task]
+    return _floats(stratified_bootstrap(samples, improvement, confidence, resamples, seed))
+
+
+def performance_profile_ci(
+    scores_per_task: Sequence[ArrayLike],
+    thresholds: ArrayLike,
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per threshold tau, the fraction of runs (pooled over tasks) scoring above tau, with
+    pointwise stratified bootstrap bands: `(profile, low, high)`, one value per tau."""
+    thresholds = np.asarray(thresholds, dtype=np.float64).ravel()
+
+    def fraction_above(*tasks: np.ndarray, axis: int = -1) -> np.ndarray:
+        scores = np.concatenate(tasks, axis=axis)
+        taus = thresholds.reshape(-1, *(1,) * scores.ndim)  # the thresholds' axis comes first
+        return np.mean(scores[None] > taus, axis=axis)
+
+    return stratified_bootstrap(scores_per_task, fraction_above, confidence, resamples, seed)

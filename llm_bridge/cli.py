@@ -224,5 +224,6 @@ def format_sweep(reports: dict[str, dict]) -> str:
 
 
 def compare(config: CompareConfig) -> dict[str, dict[str, float]]:
-    """Compare two result files: Welch's t-test, Hedges' g, bootstrap CIs, Mann-Whitney U."""
+    """Compare two result files: Welch's t-test, Hedges' g, bootstrap CIs, Mann-Whitney U,
+    interquartile means and the probability of improvement."""
     return compare_command(config)

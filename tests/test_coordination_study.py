@@ -5,12 +5,16 @@ import dataclasses
 import numpy as np
 import pytest
 
+from alemlite.core.errors import ConfigError
 from alemlite.stats import hedges_g, welch_t_test
 from baselines.common.curriculum import CurriculumConfig
+from baselines.common.reporting import to_json
 from benchmarks.study.config import SCALES, StudyConfig
+from benchmarks.study.main import run as run_study
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import (
     CONCLUSIONS_HEADING,
+    aggregate_lines,
     curriculum_table,
     kept_conclusions,
     markdown_report,
@@ -109,8 +113,9 @@ def fake_results():
             }
             anchors = {
                 name: outcome(episodes([0.75] * 4, [0] * 4 if name == "all_wait" else [8] * 4, 1))
-                for name in ("resource_ordering", "backoff", "uniform_random", "all_wait")
+                for name in ("resource_ordering", "backoff", "all_wait")
             }
+            anchors["uniform_random"] = outcome(episodes([0.5] * 4, [8] * 4, 1))
             settings[f"{reward}-{size}"] = {
                 "reward": reward,
                 "num_philosophers": size,
@@ -159,6 +164,7 @@ def test_report_holds_the_tables_figures_and_kept_conclusions(tmp_path):
         "study_curves_paper.png",
         "study_curves_shaped.png",
         "study_final_returns.png",
+        "study_performance_profiles.png",
         "study_curriculum.png",
     }
     assert all(path.stat().st_size > 0 for path in figures.values())
@@ -182,6 +188,96 @@ def test_report_holds_the_tables_figures_and_kept_conclusions(tmp_path):
     assert markdown_report(results, figures, tmp_path).endswith(
         "Not yet written for these numbers.\n"
     )
+
+
+def scaled_results(normalised: dict[str, dict[str, list[list[float]]]]) -> dict:
+    """Two settings on different scales, paper (0 = 0.5, 1 = 0.75 by resource ordering) and
+    shaped (0 = 1, 1 = 5 by backoff), with the given normalised per-seed returns per method,
+    checkpoint and setting."""
+    scales = {"paper": (0.5, {"resource_ordering": 0.75, "backoff": 0.7}),
+              "shaped": (1.0, {"resource_ordering": 3.0, "backoff": 5.0})}  # fmt: skip
+    settings = {}
+    for task, (reward, (random, scripted)) in enumerate(scales.items()):
+        best = max(scripted.values())
+        references = {"uniform_random": random, **scripted}
+        settings[f"{reward}-5"] = {
+            "reward": reward,
+            "num_philosophers": 5,
+            "references": {
+                name: {"return_across_seeds": {"mean": value}} for name, value in references.items()
+            },
+            "methods": {
+                method: {
+                    which: {"return_per_seed": [random + s * (best - random) for s in scores[task]]}
+                    for which, scores in checkpoints.items()
+                }
+                for method, checkpoints in normalised.items()
+            },
+        }
+    return {"settings": settings}
+
+
+def test_aggregate_section_normalises_each_setting_and_reports_known_values():
+    constant = {"final": [[0.5, 0.5], [0.5, 0.5]], "best": [[1.0, 1.0], [1.0, 1.0]]}
+    results = scaled_results(
+        {
+            "ippo": constant,
+            "mappo": {"final": [[0.0, 1.0], [0.0, 1.0]], "best": [[0.5, 0.5], [0.5, 0.5]]},
+            "grpo": {"final": [[2.0, 2.0], [2.0, 2.0]], "best": [[2.0, 2.0], [2.0, 2.0]]},
+            "srpo": {"final": [[1.5, 1.5], [1.5, 1.5]], "best": [[3.0, 3.0], [3.0, 3.0]]},
+        }
+    )
+    lines = aggregate_lines(results)
+    assert "| paper, N = 5 | 0.500 | 0.750 (resource_ordering) |" in lines
+    assert "| shaped, N = 5 | 1.000 | 5.000 (backoff) |" in lines
+    # Constant runs: degenerate intervals, printed as the value alone.
+    # IQM final, IQM best, gap final, gap best.
+    assert "| IPPO | 0.50 | 1.00 | 0.50 | 0.00 |" in lines
+    assert "| GRPO | 2.00 | 2.00 | 0.00 | 0.00 |" in lines
+    # Final scores 0, 1 | 0, 1: IQM and gap 0.5; all four runs resampled to 0 (or to 1)
+    # has chance 1/16 > 2.5%, so both intervals reach 0 and 1.
+    assert "| MAPPO | 0.50 [0.00, 1.00] | 0.50 | 0.50 [0.00, 1.00] | 0.50 |" in lines
+    pairs = [line.split(" |")[0] for line in lines if " vs " in line][1:]  # after the header
+    # Every method against IPPO and MAPPO (MAPPO vs IPPO once), then GRPO against SRPO.
+    assert pairs == [
+        "| MAPPO vs IPPO",
+        "| GRPO vs IPPO",
+        "| SRPO vs IPPO",
+        "| GRPO vs MAPPO",
+        "| SRPO vs MAPPO",
+        "| GRPO vs SRPO",
+    ]
+    # MAPPO's 0 and 1 against IPPO's 0.5 on each task: one half; GRPO 2 beats SRPO 1.5 at
+    # the final checkpoint and loses to SRPO's 3 at the best.
+    assert next(line for line in lines if line.startswith("| MAPPO vs IPPO")).startswith(
+        "| MAPPO vs IPPO | 0.50 ["
+    )
+    assert "| GRPO vs SRPO | 1.00 | 0.00 |" in lines
+
+
+def test_aggregate_refuses_a_setting_no_scripted_policy_solves():
+    results = scaled_results({"ippo": {"final": [[0.5], [0.5]], "best": [[0.5], [0.5]]}})
+    references = results["settings"]["shaped-5"]["references"]
+    for name in ("resource_ordering", "backoff"):
+        references[name]["return_across_seeds"]["mean"] = 0.5
+    with pytest.raises(ConfigError, match="shaped-5: no scripted policy beats uniform_random"):
+        aggregate_lines(results)
+
+
+def test_report_only_rebuilds_the_report_and_profiles_from_the_json(tmp_path):
+    results_path = tmp_path / "study.json"
+    results_path.write_text(to_json(fake_results()))
+    config = StudyConfig(
+        report_only=True, out=results_path, figures_dir=tmp_path, report=tmp_path / "study.md"
+    )
+    run_study(config)
+    report = config.report_path.read_text()
+    aggregate = report.split("## Aggregate over the settings")[1].split("## Returns")[0]
+    assert "| GRPO | " in aggregate and "| GRPO vs SRPO | " in aggregate
+    assert (
+        "![performance profiles of normalised returns](study_performance_profiles.png)" in aggregate
+    )
+    assert (tmp_path / "study_performance_profiles.png").stat().st_size > 0
 
 
 def test_curriculum_rows_name_the_last_size_and_the_tests():

@@ -19,6 +19,11 @@ EPISODE_METRICS = ("episode_return", "meals_total", "deadlock", "fairness", "sta
 ANCHORS = ("resource_ordering", "backoff", "uniform_random", "all_wait")
 
 
+def method_label(method: str) -> str:
+    """How a method is written in prose: IPPO, MAPPO, GRPO, SRPO, TeamTR."""
+    return "TeamTR" if method == "teamtr" else method.upper()
+
+
 @dataclass(frozen=True)
 class Budget:
     """Per run: seeds, batch and schedule. TeamTR plays one rollout per seat per update, so it

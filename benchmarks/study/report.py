@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from alemlite.stats import IQM_CUT, RESAMPLES
 from benchmarks.harness import format_interval
-from benchmarks.study.config import ANCHORS, SCALES
+from benchmarks.study.config import ANCHORS, SCALES, method_label
+from benchmarks.study.statistics import CHECKPOINTS, aggregates, normalisation
 
 CONCLUSIONS_HEADING = "## Conclusions"
 ALL_WAIT_PAPER_RETURN = 0.75  # the `paper` reward's degenerate optimum (README)
@@ -52,7 +54,7 @@ def returns_table(setting_list: list[dict]) -> list[str]:
         for method, run in setting["methods"].items():
             c = run["comparisons"]
             lines.append(
-                f"| {method.upper()} | {setting['num_philosophers']} "
+                f"| {method_label(method)} | {setting['num_philosophers']} "
                 f"| {format_interval(run['initial']['return_across_seeds'])} "
                 f"| {format_interval(run['final']['return_across_seeds'])} "
                 f"| {format_interval(run['best']['return_across_seeds'])} "
@@ -79,7 +81,7 @@ def outcomes_table(setting_list: list[dict]) -> list[str]:
                     f"{_g(versus['hedges_g'])} (p {_p(versus['welch_p'])})" if versus else ""
                 )
                 lines.append(
-                    f"| {method.upper()}, {which} | {size} "
+                    f"| {method_label(method)}, {which} | {size} "
                     f"| {_episodes(result, 'episode_return')} "
                     f"| {_episodes(result, 'meals_total', 1)} | {_episodes(result, 'deadlock')} "
                     f"| {_episodes(result, 'fairness')} | {_episodes(result, 'zero_meals')} "
@@ -112,7 +114,8 @@ def paper_optimum_table(settings: Mapping[str, dict]) -> list[str]:
                 for w in ("final", "best")
             ]
             lines.append(
-                f"| {method.upper()} | {setting['num_philosophers']} | {cells[0]} | {cells[1]} |"
+                f"| {method_label(method)} | {setting['num_philosophers']} "
+                f"| {cells[0]} | {cells[1]} |"
             )
     return lines
 
@@ -136,9 +139,70 @@ def curriculum_table(curriculum: Mapping[str, dict]) -> list[str]:
             final = format_interval(run["final"]["return_across_seeds"])
             best = format_interval(run["best"]["return_across_seeds"])
             lines.append(
-                f"| {method.upper()} | {name} | {final} | {best} "
+                f"| {method_label(method)} | {name} | {final} | {best} "
                 f"| {_episodes(run['final'], 'zero_meals')} | {last} | {tests} |"
             )
+    return lines
+
+
+def aggregate_lines(results: Mapping[str, Any]) -> list[str]:
+    """rliable's aggregates over the settings: the normalisation, IQM and optimality gap per
+    method, and the probability of improvement per pair of methods."""
+    settings = results["settings"]
+    runs_per_task = {
+        len(run["final"]["return_per_seed"])
+        for setting in settings.values()
+        for run in setting["methods"].values()
+    }
+    runs = " or ".join(map(str, sorted(runs_per_task)))
+    lines = [
+        f"Each setting (reward, N) is a task and each seed a run: {len(settings)} tasks of "
+        f"{runs} runs per method. A run's score is its mean test return normalised within "
+        "its setting, so that settings on different reward scales can be pooled: 0 is uniform "
+        "random play and 1 the best scripted policy, both on the same test episodes "
+        "(scale below). A score above 1 beats every hand-written policy on that table. The "
+        "best scripted policy of each setting sets 1, rather than one fixed policy, so that 1 "
+        "means the same thing everywhere and no setting is stretched by a reference that "
+        "barely beats random play there.",
+        "",
+        "| setting | uniform random (0) | best scripted policy (1) |",
+        "| --- | --- | --- |",
+    ]
+    for setting in settings.values():
+        scale = normalisation(setting)
+        lines.append(
+            f"| {setting['reward']}, N = {setting['num_philosophers']} | {scale['random']:.3f} "
+            f"| {scale['best_scripted']:.3f} ({scale['best_policy']}) |"
+        )
+    summary = aggregates(results)
+    lines += [
+        "",
+        "IQM: the mean of the middle half of all runs of all tasks "
+        f"(`scipy.stats.trim_mean(scores, {IQM_CUT})`, as in rliable: floor(n / 4) runs cut "
+        "from each end). Optimality gap: the mean of max(0, 1 - score), how far runs fall "
+        "short of the best scripted policy. P(X > Y): the chance that a run of X scores above "
+        "a run of Y on the same task (ties count half), averaged over tasks. 95% intervals "
+        f"from the stratified bootstrap ({RESAMPLES:,} resamples, percentile, seed 0): seeds "
+        "are resampled within each task, never across tasks.",
+        "",
+        "| method | IQM, final | IQM, best | optimality gap, final | optimality gap, best |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for method, result in summary["methods"].items():
+        cells = [
+            format_interval(result[which][statistic])
+            for statistic in ("iqm", "optimality_gap")
+            for which in CHECKPOINTS
+        ]
+        lines.append(f"| {method_label(method)} | {' | '.join(cells)} |")
+    lines += [
+        "",
+        "| X vs Y | P(X > Y), final | P(X > Y), best |",
+        "| --- | --- | --- |",
+    ]
+    for (x, y), result in summary["improvement"].items():
+        cells = [format_interval(result[which]) for which in CHECKPOINTS]
+        lines.append(f"| {method_label(x)} vs {method_label(y)} | {' | '.join(cells)} |")
     return lines
 
 
@@ -157,7 +221,7 @@ def budget_lines(results: Mapping[str, Any]) -> list[str]:
         if key in seen:
             continue
         seen.add(key)
-        name = run["algorithm"].upper() + (", curriculum" if "curriculum" in run else "")
+        name = method_label(run["algorithm"]) + (", curriculum" if "curriculum" in run else "")
         same = [
             r["wall_s"]
             for r in runs
@@ -219,8 +283,9 @@ def markdown_report(
         "",
         "Every run's untrained start (its initial parameters), final checkpoint and best "
         "checkpoint (highest validation return per seed) are evaluated on the same held-out "
-        "test episodes as the scripted policies. Intervals are 95%: across seed means for the "
-        "returns in the first table, over all episodes (Student-t; Wilson for rates) elsewhere. "
+        "test episodes as the scripted policies. Intervals are 95%: stratified bootstrap over "
+        "seeds within settings for the aggregates, across seed means (Student-t) for the "
+        "returns tables, over all episodes (Student-t; Wilson for rates) elsewhere. "
         "Comparisons give Hedges' g over all test episodes with Welch's p over episodes and, "
         "in brackets, over the seed means (the seeds are the independent replicates, so that "
         "p is the honest one; with few seeds it is weak).",
@@ -254,6 +319,13 @@ def markdown_report(
         "",
         *budget_lines(results),
         "",
+    ]
+    lines += [
+        "## Aggregate over the settings",
+        "",
+        *aggregate_lines(results),
+        "",
+        *figure("performance_profiles", "performance profiles of normalised returns"),
     ]
     for reward, setting_list in by_reward.items():
         lines += [

@@ -1,14 +1,33 @@
-"""Host-side statistics of the study, on per-episode arrays `(seeds, episodes)`."""
+"""Host-side statistics of the study: per run, on per-episode arrays `(seeds, episodes)`;
+across settings, rliable's aggregates of per-seed returns normalised per setting."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from alemlite.stats import hedges_g, mean_ci, summarise, welch_t_test
+from alemlite.core.errors import require
+from alemlite.stats import (
+    hedges_g,
+    iqm_ci,
+    mean_ci,
+    optimality_gap_ci,
+    performance_profile_ci,
+    probability_of_improvement_ci,
+    summarise,
+    welch_t_test,
+)
 from benchmarks.study.config import EPISODE_METRICS
+
+CHECKPOINTS = ("final", "best")
+"""The checkpoints aggregated over settings."""
+RANDOM_POLICY = "uniform_random"
+"""Scores 0 once returns are normalised; the best of the other scripted policies scores 1."""
+# P(X > Y) is reported for every method X against each baseline Y, and for the extra pairs.
+IMPROVEMENT_BASELINES = ("ippo", "mappo")
+IMPROVEMENT_EXTRA_PAIRS = (("grpo", "srpo"),)
 
 
 def outcome(per_episode: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -64,4 +83,94 @@ def run_result(
         **info,
         **{name: outcome(values) for name, values in episodes.items()},
         "comparisons": comparisons,
+    }
+
+
+def normalisation(setting: Mapping[str, Any]) -> dict[str, Any]:
+    """The setting's score scale: 0 = uniform random play, 1 = the best scripted policy, both
+    on the study's test episodes."""
+    returns = {
+        name: reference["return_across_seeds"]["mean"]
+        for name, reference in setting["references"].items()
+    }
+    require(
+        RANDOM_POLICY in returns,
+        f"setting {setting['reward']}-{setting['num_philosophers']} has no {RANDOM_POLICY} "
+        "reference; rerun the study to record it",
+    )
+    random = returns.pop(RANDOM_POLICY)
+    best = max(returns, key=returns.get, default=None)
+    require(
+        best is not None and returns[best] > random,
+        f"setting {setting['reward']}-{setting['num_philosophers']}: no scripted policy beats "
+        f"{RANDOM_POLICY} ({random:.3f}), so its returns cannot be normalised; drop the setting",
+    )
+    return {"random": random, "best_scripted": returns[best], "best_policy": best}
+
+
+def normalised_returns(results: Mapping[str, Any], which: str) -> dict[str, list[np.ndarray]]:
+    """Per method, one array per setting (task) of the `which` checkpoint's normalised
+    per-seed test returns (the runs)."""
+    scores: dict[str, list[np.ndarray]] = {}
+    for setting in results["settings"].values():
+        scale = normalisation(setting)
+        for method, run in setting["methods"].items():
+            returns = np.asarray(run[which]["return_per_seed"], float)
+            normalised = (returns - scale["random"]) / (scale["best_scripted"] - scale["random"])
+            scores.setdefault(method, []).append(normalised)
+    tasks = len(results["settings"])
+    partial = [method for method, per_task in scores.items() if len(per_task) != tasks]
+    require(not partial, f"methods {partial} miss settings; aggregate complete results only")
+    return scores
+
+
+def improvement_pairs(methods: Sequence[str]) -> list[tuple[str, str]]:
+    """(X, Y) pairs for P(X > Y): every method against each baseline, then the extra pairs;
+    a pair whose reverse is already listed is left out."""
+    pairs: list[tuple[str, str]] = []
+    candidates = [(m, b) for b in IMPROVEMENT_BASELINES for m in methods if m != b]
+    for x, y in [*candidates, *IMPROVEMENT_EXTRA_PAIRS]:
+        if x in methods and y in methods and (y, x) not in pairs and (x, y) not in pairs:
+            pairs.append((x, y))
+    return pairs
+
+
+def aggregates(results: Mapping[str, Any]) -> dict[str, Any]:
+    """IQM and optimality gap per method, P(X > Y) per pair, of normalised final and best
+    returns, each `{mean, low, high}` with a stratified bootstrap 95% interval."""
+    scores = {which: normalised_returns(results, which) for which in CHECKPOINTS}
+
+    def estimate(values: tuple[float, float, float]) -> dict[str, float]:
+        return dict(zip(("mean", "low", "high"), values, strict=True))
+
+    methods = list(scores["final"])
+    return {
+        "methods": {
+            method: {
+                which: {
+                    "iqm": estimate(iqm_ci(scores[which][method])),
+                    "optimality_gap": estimate(optimality_gap_ci(scores[which][method])),
+                }
+                for which in CHECKPOINTS
+            }
+            for method in methods
+        },
+        "improvement": {
+            (x, y): {
+                which: estimate(probability_of_improvement_ci(scores[which][x], scores[which][y]))
+                for which in CHECKPOINTS
+            }
+            for x, y in improvement_pairs(methods)
+        },
+    }
+
+
+def performance_profiles(
+    results: Mapping[str, Any], which: str, thresholds: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per method: the fraction of runs with normalised return above each threshold, and
+    its stratified bootstrap 95% band."""
+    return {
+        method: performance_profile_ci(per_task, thresholds)
+        for method, per_task in normalised_returns(results, which).items()
     }
