@@ -23,6 +23,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("compare",): "llm_bridge.cli:compare",
     ("bench", "dining"): "benchmarks.dining_throughput:run",
     ("bench", "craft"): "benchmarks.craft_throughput:run",
+    ("bench", "policies"): "benchmarks.dining_reference_policies:run",
     ("bench", "prompts"): "benchmarks.prompt_throughput:run",
     ("bench", "training"): "benchmarks.training_speed:main",
     ("study",): "benchmarks.study.main:run",

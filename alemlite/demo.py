@@ -12,11 +12,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import alemlite
-from alemlite.envs.dining.policies import DINING_POLICIES
-from alemlite.evaluation import evaluate
-from alemlite.stats import mean_ci, wilson_ci
-
 
 @dataclass(frozen=True)
 class DemoConfig:
@@ -28,42 +23,20 @@ class DemoConfig:
     train_updates: int = 80
 
 
-def _policy_table(config: DemoConfig) -> str:
-    shaped = alemlite.make("dining", num_philosophers=config.philosophers, reward="shaped")
-    paper = alemlite.make("dining", num_philosophers=config.philosophers, reward="paper")
-    header = (
-        f"{'policy':<18} {'shaped return':>22} {'paper return':>22} "
-        f"{'meals':>7} {'deadlock rate':>22} {'fairness':>9}"
-    )
-    lines = [header, "-" * len(header)]
-    for name, policy in sorted(DINING_POLICIES.items()):
-        shaped_runs = evaluate(shaped, policy, shaped.default_params, config.episodes)
-        paper_runs = evaluate(paper, policy, paper.default_params, config.episodes)
-        deadlocks = int(shaped_runs["deadlock"].sum())
-        lines.append(
-            f"{name:<18} {_interval(mean_ci(shaped_runs['episode_return'])):>22} "
-            f"{_interval(mean_ci(paper_runs['episode_return'])):>22} "
-            f"{shaped_runs['meals_total'].mean():>7.2f} "
-            f"{_interval(wilson_ci(deadlocks, config.episodes)):>22} "
-            f"{shaped_runs['fairness'].mean():>9.3f}"
-        )
-    return "\n".join(lines)
-
-
-def _interval(estimate: tuple[float, float, float]) -> str:
-    mean, low, high = estimate
-    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def demo(config: DemoConfig) -> None:
     """A few-minute tour of alemlite; prints where every result went."""
     config.out.mkdir(parents=True, exist_ok=True)
     print(f"== Dining, N={config.philosophers}: reference policies over {config.episodes} episodes")
     print("   (under the paper reward, eating nothing scores near the top of these policies;")
     print("   the shaped reward has no such trap)\n")
-    table = _policy_table(config)
-    print(table)
-    (config.out / "dining_policies.txt").write_text(table + "\n")
+    from benchmarks.dining_reference_policies import DiningPoliciesConfig
+    from benchmarks.dining_reference_policies import run as evaluate_policies
+
+    evaluate_policies(
+        DiningPoliciesConfig(
+            episodes=config.episodes, num_philosophers=config.philosophers, out_dir=config.out
+        )
+    )
 
     from benchmarks.dining_throughput import DiningBenchConfig
     from benchmarks.dining_throughput import run as bench_dining

@@ -1,0 +1,89 @@
+"""The five scripted dining policies under both rewards: the anchors of every dining curve.
+
+Plays each policy on the fixed seed protocol under `shaped` and `paper` (the same
+episodes for both) and writes returns, meals, deadlock rate and fairness with 95%
+intervals (Student-t; Wilson for the deadlock rate) to
+`benchmarks/results/dining_reference_policies_<platform>.json`.
+
+    python -m benchmarks.dining_reference_policies [--episodes 300] [--num-philosophers 5]
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+import alemlite
+from alemlite.envs.dining.policies import DINING_POLICIES
+from alemlite.evaluation import evaluate
+from alemlite.stats import summarise
+from benchmarks.harness import RESULTS_DIR, format_interval, write_results
+from benchmarks.provenance import begin_run
+
+REWARDS = ("shaped", "paper")
+
+
+@dataclass(frozen=True)
+class DiningPoliciesConfig:
+    """Evaluate every scripted dining policy under both rewards."""
+
+    episodes: int = 300
+    num_philosophers: int = 5
+    seed: int = 0
+    out_dir: Path = RESULTS_DIR
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+
+
+def run(config: DiningPoliciesConfig) -> dict:
+    """Evaluate the policies, print the table and write the JSON; returns the payload."""
+    provenance = begin_run([config.out_dir], config.allow_dirty)
+    policies: dict[str, dict] = {}
+    for name, policy in sorted(DINING_POLICIES.items()):
+        policies[name] = {}
+        for reward in REWARDS:
+            env = alemlite.make("dining", num_philosophers=config.num_philosophers, reward=reward)
+            episodes = evaluate(env, policy, env.default_params, config.episodes, config.seed)
+            reported = {
+                "episode_return": episodes["episode_return"],
+                "meals_total": episodes["meals_total"],
+                "deadlock": np.asarray(episodes["deadlock"], bool),
+                "fairness": episodes["fairness"],
+            }
+            policies[name][reward] = summarise(reported)
+    payload = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, "policies": policies}
+    path = write_results("dining_reference_policies", payload, config.out_dir, provenance)
+    print(markdown_table(payload))
+    print(f"wrote {path}")
+    return payload
+
+
+def markdown_table(results: dict) -> str:
+    """Returns under both rewards, meals, deadlock rate and fairness (the `shaped` episodes)."""
+    lines = [
+        "| policy | shaped return | paper return | meals | deadlock rate | fairness |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    by_shaped_return = sorted(
+        results["policies"].items(),
+        key=lambda item: -item[1]["shaped"]["episode_return"]["mean"],
+    )
+    for name, rewards in by_shaped_return:
+        shaped, paper = rewards["shaped"], rewards["paper"]
+        cells = [
+            format_interval(shaped["episode_return"], 3),
+            format_interval(paper["episode_return"], 3),
+            f"{shaped['meals_total']['mean']:.2f}",
+            f"{shaped['deadlock']['mean']:.3f} [{shaped['deadlock']['low']:.3f}, "
+            f"{shaped['deadlock']['high']:.3f}]",
+            f"{shaped['fairness']['mean']:.3f}",
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run(tyro.cli(DiningPoliciesConfig))

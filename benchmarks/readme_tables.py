@@ -1,0 +1,179 @@
+"""README results tables, rendered from the results files they cite.
+
+Every results table in README.md sits between `<!-- results: NAME -->` and
+`<!-- /results -->`, and NAME's renderer below builds it from JSON under
+`benchmarks/results/`, so a table cannot drift from its data.
+
+    python -m benchmarks.readme_tables           # rewrite the tables from the JSON
+    python -m benchmarks.readme_tables --check   # exit 1 naming every table that differs
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import tyro
+
+from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
+from benchmarks.harness import RESULTS_DIR, format_interval
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
+DINING_SIZES = (5, 10, 15)
+SCRIPTED_NAMES = {
+    "resource_ordering": "resource ordering",
+    "backoff": "backoff",
+    "uniform_random": "uniform random",
+    "all_wait": "all-WAIT",
+    "greedy_left": "greedy-left",
+}
+
+
+@cache
+def load(name: str) -> dict[str, Any]:
+    return json.loads((RESULTS_DIR / name).read_text())
+
+
+def dining_reference_policies() -> str:
+    return dining_policies_table(load("dining_reference_policies_cpu.json"))
+
+
+def marl_dining() -> str:
+    """IPPO and MAPPO (final and best checkpoint) beside the scripted policies, per table size."""
+    runs = {size: load(f"marl_dining_{size}.json")["runs"] for size in DINING_SIZES}
+    lines = ["| policy | " + " | ".join(f"N = {n}" for n in DINING_SIZES) + " |"]
+    lines.append("| --- |" + " --- |" * len(DINING_SIZES))
+    for algorithm in ("ippo", "mappo"):
+        for checkpoint, label in (("final", "final"), ("best", "best checkpoint")):
+            cells = [
+                format_interval(
+                    runs[n][f"{algorithm}-dining-{n}"][checkpoint]["return_across_seeds"]
+                )
+                for n in DINING_SIZES
+            ]
+            lines.append(f"| {algorithm.upper()}, {label} | " + " | ".join(cells) + " |")
+    for policy, label in SCRIPTED_NAMES.items():
+        cells = [
+            f"{runs[n][f'ippo-dining-{n}']['references'][policy]['return_across_seeds']['mean']:.2f}"
+            for n in DINING_SIZES
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def coordination_study() -> str:
+    """Final held-out return per method: `shaped` with intervals, `paper` means."""
+    settings = load("coordination_study_cpu.json")["settings"]
+    methods = next(iter(settings.values()))["methods"]
+    lines = [
+        "| method | "
+        + " | ".join(f"shaped, N = {n}" for n in DINING_SIZES)
+        + " | paper, N = "
+        + " / ".join(map(str, DINING_SIZES))
+        + " |",
+        "| --- |" + " --- |" * (len(DINING_SIZES) + 1),
+    ]
+
+    def outcome(reward: str, size: int, name: str) -> dict:
+        setting = settings[f"{reward}-{size}"]
+        if name in setting["methods"]:
+            return setting["methods"][name]["final"]["return_across_seeds"]
+        return setting["references"][name]["return_across_seeds"]
+
+    for name, label in [(m, m.upper().replace("TEAMTR", "TeamTR")) for m in methods] + [
+        ("resource_ordering", "resource ordering"),
+        ("all_wait", "all-WAIT"),
+    ]:
+        shaped = [format_interval(outcome("shaped", n, name)) for n in DINING_SIZES]
+        paper = " / ".join(f"{outcome('paper', n, name)['mean']:.2f}" for n in DINING_SIZES)
+        lines.append(f"| {label} | " + " | ".join(shaped) + f" | {paper} |")
+    return "\n".join(lines)
+
+
+def _rate(value: float) -> str:
+    """Steps per second in the unit a reader scans fastest."""
+    if value >= 1e6:
+        return f"{value / 1e6:.0f} M"
+    return f"{value / 1e3:.0f} k"
+
+
+def dining_throughput() -> str:
+    """Best philosopher steps/s per table size beside the plain-Python engine."""
+    results = load("dining_throughput_cpu.json")
+    lines = [
+        "| table | best env-only (hashed actions) | with a `jax.random` policy "
+        "| plain-Python engine | ratio |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for n in results["config"]["table_sizes"]:
+        hashed, random = results["best"][f"N{n}_hashed"], results["best"][f"N{n}_uniform_random"]
+        engine = results["python_engine"][str(n)]["philosopher_steps_per_s"]
+        lines.append(
+            f"| N = {n} | {_rate(hashed['philosopher_steps_per_s'])} philosopher steps/s "
+            f"({hashed['num_envs']:,} tables) | {_rate(random['philosopher_steps_per_s'])} "
+            f"| {_rate(engine)} | {hashed['ratio_to_python']:.0f}x |"
+        )
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "dining_reference_policies": dining_reference_policies,
+    "marl_dining": marl_dining,
+    "coordination_study": coordination_study,
+    "dining_throughput": dining_throughput,
+}
+
+
+def render(text: str) -> tuple[str, list[str]]:
+    """`text` with every table block rendered anew, and the names of blocks that changed."""
+    changed: list[str] = []
+
+    def replace(match: re.Match) -> str:
+        name = match["name"]
+        if name not in TABLES:
+            raise KeyError(f"README block {name!r} has no renderer; known: {sorted(TABLES)}")
+        body = TABLES[name]() + "\n"
+        if body != match["body"]:
+            changed.append(name)
+        return match.group(1) + body + match.group(4)
+
+    return BLOCK.sub(replace, text), changed
+
+
+def blocks(text: str) -> list[str]:
+    return [match["name"] for match in BLOCK.finditer(text)]
+
+
+@dataclass(frozen=True)
+class ReadmeTablesConfig:
+    """Rewrite README results tables from their JSON, or check that they match."""
+
+    check: bool = False
+    """Only compare; exit 1 naming each table that differs."""
+    readme: Path = README
+
+
+def main(config: ReadmeTablesConfig) -> None:
+    text = config.readme.read_text()
+    rendered, changed = render(text)
+    if config.check:
+        if changed:
+            sys.exit(
+                f"README tables differ from their JSON: {', '.join(changed)}; run "
+                "`python -m benchmarks.readme_tables` to rewrite them"
+            )
+        print(f"{len(blocks(text))} README tables match their JSON")
+        return
+    config.readme.write_text(rendered)
+    print(f"rewrote {', '.join(changed) or 'nothing'} in {config.readme}")
+
+
+if __name__ == "__main__":
+    main(tyro.cli(ReadmeTablesConfig))
