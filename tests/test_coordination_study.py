@@ -147,6 +147,7 @@ def fake_results():
         "machine": {
             **{key: "x" for key in ("processor", "platform", "device_kind", "python", "date")},
             **{"cpu_count": 2, "jax_version": "0.1", "commit": "abc"},
+            "command": "python -m benchmarks.coordination_study --num-seeds 2",
         },
         "config": config,
         "budget": dataclasses.asdict(SCALES["cpu"]),

@@ -117,7 +117,7 @@ def plot_study(
                     color=colours[index],
                     ha="center",
                 )
-        axis.set_xlabel("agent steps per seed (every seat of the largest table)")
+        axis.set_xlabel("agent steps per seed (seats in play)")
         axis.set_ylabel("validation return at the largest size")
         axis.set_title("curriculum vs direct training (numbers: table size trained)")
         axis.legend(fontsize=7)

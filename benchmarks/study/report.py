@@ -267,9 +267,7 @@ def markdown_report(
             return []
         return [f"![{alt}]({os.path.relpath(figures[name], report_dir)})", ""]
 
-    command = "python -m benchmarks.coordination_study" + (
-        "" if config["scale"] == "cpu" else f" --scale {config['scale']}"
-    )
+    command = machine["command"]
     lines = [
         "# Coordination study: group-relative training on dining",
         "",

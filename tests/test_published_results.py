@@ -1,0 +1,41 @@
+"""Published figures equal what current code renders from the results files they cite."""
+
+import json
+from pathlib import Path
+
+from benchmarks import readme_tables
+from benchmarks.harness import RESULTS_DIR
+from benchmarks.study.plots import plot_study
+from benchmarks.study.report import kept_conclusions, markdown_report
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_every_readme_table_has_a_renderer_and_matches_its_json():
+    text = readme_tables.README.read_text()
+    names = readme_tables.blocks(text)
+    assert sorted(names) == sorted(readme_tables.TABLES), names
+    _, changed = readme_tables.render(text)
+    assert changed == [], (
+        f"README tables differ from their JSON: {changed}; run `python -m benchmarks.readme_tables`"
+    )
+
+
+def test_a_changed_number_is_caught():
+    text = readme_tables.README.read_text()
+    tampered = text.replace("| N = 5 |", "| N = 6 |", 1)
+    assert tampered != text
+    _, changed = readme_tables.render(tampered)
+    assert changed == ["dining_throughput"]
+
+
+def test_the_study_report_is_the_one_its_json_renders(tmp_path):
+    report = DOCS / "coordination_study.md"
+    results = json.loads((RESULTS_DIR / "coordination_study_cpu.json").read_text())
+    plotted = plot_study(results, tmp_path)
+    # The report links the published figures, which carry the same names.
+    figures = {name: DOCS / "figures" / path.name for name, path in plotted.items()}
+    for path in figures.values():
+        assert path.exists(), path
+    current = report.read_text()
+    assert markdown_report(results, figures, DOCS, kept_conclusions(current)) == current
