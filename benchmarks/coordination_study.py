@@ -6,8 +6,11 @@ optimum) and the `shaped` reward, trains IPPO, MAPPO, GRPO, SRPO and TeamTR
 and best checkpoints beside the scripted reference policies on the same held-out
 test episodes. It reports return, meals, deadlock rate, fairness and the fraction
 of zero-meal episodes; Welch's t-test and Hedges' g between each checkpoint and
-the untrained start, between best and final, and against resource ordering; and
-a curriculum over 5 -> 10 -> 15 against direct training at 15 on an equal budget.
+the untrained start, between best and final, and against resource ordering; the
+rliable aggregates over settings (IQM and optimality gap of normalised returns,
+probability of improvement between methods, performance profiles) with stratified
+bootstrap intervals over seeds; and a curriculum over 5 -> 10 -> 15 against direct
+training at 15 on an equal budget.
 
     python -m benchmarks.coordination_study                 # the CPU budget
     python -m benchmarks.coordination_study --scale gpu     # the full-scale budget
