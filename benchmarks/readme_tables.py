@@ -1,7 +1,7 @@
 """README results tables, rendered from the results files they cite.
 
-Every results table in README.md sits between `<!-- results: NAME -->` and
-`<!-- /results -->`, and NAME's renderer below builds it from JSON under
+Every results table in the READMEs (`PAGES`) sits between `<!-- results: NAME -->`
+and `<!-- /results -->`, and NAME's renderer below builds it from JSON under
 `benchmarks/results/`, so a table cannot drift from its data.
 
     python -m benchmarks.readme_tables           # rewrite the tables from the JSON
@@ -24,7 +24,8 @@ import tyro
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
 from benchmarks.harness import RESULTS_DIR, format_interval
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = (ROOT / "README.md", ROOT / "baselines" / "README.md")
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 DINING_SIZES = (5, 10, 15)
 SCRIPTED_NAMES = {
@@ -255,22 +256,22 @@ class ReadmeTablesConfig:
 
     check: bool = False
     """Only compare; exit 1 naming each table that differs."""
-    readme: Path = README
 
 
 def main(config: ReadmeTablesConfig) -> None:
-    text = config.readme.read_text()
-    rendered, changed = render(text)
-    if config.check:
-        if changed:
-            sys.exit(
-                f"README tables differ from their JSON: {', '.join(changed)}; run "
-                "`python -m benchmarks.readme_tables` to rewrite them"
-            )
-        print(f"{len(blocks(text))} README tables match their JSON")
-        return
-    config.readme.write_text(rendered)
-    print(f"rewrote {', '.join(changed) or 'nothing'} in {config.readme}")
+    stale = []
+    for page in PAGES:
+        text = page.read_text()
+        rendered, changed = render(text)
+        stale += [f"{page.relative_to(ROOT)}: {name}" for name in changed]
+        if changed and not config.check:
+            page.write_text(rendered)
+    if config.check and stale:
+        sys.exit(
+            f"README tables differ from their JSON: {', '.join(stale)}; run "
+            "`python -m benchmarks.readme_tables` to rewrite them"
+        )
+    print(f"{'differing' if config.check else 'rewrote'}: {', '.join(stale) or 'none'}")
 
 
 if __name__ == "__main__":
