@@ -5,8 +5,8 @@ published folders (`benchmarks/results/`, `docs/`) from a working tree with
 uncommitted changes unless `allow_dirty` is given, so a figure always names a
 commit that holds the code that made it. The check runs before any work, and
 again when the results are written: a tree that changed during the run is
-treated like a dirty one. `RunProvenance.describe()` is the block each results
-JSON carries.
+treated like a dirty one. The run's own outputs are left out of both checks.
+`RunProvenance.describe()` is the block each results JSON carries.
 """
 
 from __future__ import annotations
@@ -44,15 +44,21 @@ class TreeState:
     diff_sha256: str | None  # hash of those changes, so two dirty runs can be told apart
 
     @classmethod
-    def now(cls) -> TreeState:
+    def now(cls, outputs: Iterable[Path] = ()) -> TreeState:
+        """The tree as it stands, ignoring the run's own `outputs` (files or folders)."""
+        inside = [Path(path).resolve() for path in outputs]
+        paths = [
+            ".",
+            *(f":(exclude){p.relative_to(REPO)}" for p in inside if p.is_relative_to(REPO)),
+        ]
         try:
             commit = _git("rev-parse", "HEAD").strip()
-            status = _git("status", "--porcelain", "--untracked-files=all")
+            status = _git("status", "--porcelain", "--untracked-files=all", "--", *paths)
         except (OSError, subprocess.CalledProcessError):
             return cls("unknown", True, None)
         if not status.strip():
             return cls(commit, False, None)
-        digest = hashlib.sha256(_git("diff", "HEAD", "--binary").encode())
+        digest = hashlib.sha256(_git("diff", "HEAD", "--binary", "--", *paths).encode())
         for line in sorted(status.splitlines()):
             if line.startswith("??"):
                 path = REPO / line[3:]
@@ -107,12 +113,13 @@ class RunProvenance:
     command: str
     started_at: str
     started: float  # time.monotonic() at the start
+    outputs: tuple[Path, ...]  # what the run writes; changes there are its own
     published: bool  # whether the run writes into a published folder
     allow_dirty: bool
 
     def describe(self) -> dict[str, Any]:
         """The provenance block of a results file; re-checks the tree for published runs."""
-        end = TreeState.now()
+        end = TreeState.now(self.outputs)
         changed = end != self.tree
         if self.published and changed and not self.allow_dirty:
             raise ConfigError(
@@ -137,9 +144,13 @@ class RunProvenance:
 
 
 def begin_run(destinations: Iterable[Path], allow_dirty: bool = False) -> RunProvenance:
-    """Record the tree and command at the start; refuse a dirty tree for published outputs."""
-    published = any(is_published(Path(path)) for path in destinations)
-    tree = TreeState.now()
+    """Record the tree and command at the start; refuse a dirty tree for published outputs.
+
+    `destinations` are every file or folder the run writes.
+    """
+    outputs = tuple(Path(path) for path in destinations)
+    published = any(is_published(path) for path in outputs)
+    tree = TreeState.now(outputs)
     if published and tree.dirty and not allow_dirty:
         raise ConfigError(
             f"the working tree has uncommitted changes (commit {tree.commit[:12]}); commit them "
@@ -151,6 +162,7 @@ def begin_run(destinations: Iterable[Path], allow_dirty: bool = False) -> RunPro
         command=command_line(),
         started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         started=time.monotonic(),
+        outputs=outputs,
         published=published,
         allow_dirty=allow_dirty,
     )
