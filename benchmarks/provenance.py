@@ -5,7 +5,9 @@ published folders (`benchmarks/results/`, `docs/`) from a working tree with
 uncommitted changes unless `allow_dirty` is given, so a figure always names a
 commit that holds the code that made it. The check runs before any work, and
 again when the results are written: a tree that changed during the run is
-treated like a dirty one. The run's own outputs are left out of both checks.
+treated like a dirty one. The published folders and the run's own outputs hold
+data, not code, and are left out of both checks (one command may write several
+results files in turn).
 `RunProvenance.describe()` is the block each results JSON carries.
 """
 
@@ -45,8 +47,9 @@ class TreeState:
 
     @classmethod
     def now(cls, outputs: Iterable[Path] = ()) -> TreeState:
-        """The tree as it stands, ignoring the run's own `outputs` (files or folders)."""
-        inside = [Path(path).resolve() for path in outputs]
+        """The code as it stands: published results and the run's own `outputs` (files or
+        folders) are data, not code, and are left out."""
+        inside = [Path(path).resolve() for path in (*PUBLISHED_DIRS, *outputs)]
         paths = [
             ".",
             *(f":(exclude){p.relative_to(REPO)}" for p in inside if p.is_relative_to(REPO)),

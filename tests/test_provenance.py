@@ -39,6 +39,11 @@ def test_a_clean_tree_writes_and_names_its_commit(repo):
     assert record["command"]
 
 
+def test_earlier_uncommitted_results_are_data_not_a_dirty_tree(repo):
+    (repo / "results" / "other.json").write_text("{}\n")
+    assert provenance.begin_run([repo / "results" / "new.json"]).describe()["dirty"] is False
+
+
 def test_a_dirty_tree_is_refused_for_published_results(repo):
     (repo / "code.py").write_text("x = 2\n")
     with pytest.raises(ConfigError, match="--allow-dirty"):
