@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from alemlite.core.environment import Environment
-from alemlite.core.errors import require
+from alemlite.core.errors import ConfigError, require
 from alemlite.evaluation import Policy
 from llm_bridge.clients.base import Backend
 
@@ -56,10 +56,16 @@ def checkpoint_agent(env: Environment, checkpoint_name: str) -> PolicyAgent:
     """A trained MARL agent by shipped name (e.g. `ippo-dining-5`) or exported directory.
 
     It acts on the environment's own observation and action mask, as in its training.
+    A seat keeps no memory between steps, so a recurrent (GRU) checkpoint is refused here,
+    when the team is built, rather than when the step is compiled.
     """
     import baselines
 
-    return PolicyAgent(baselines.load(checkpoint_name).state_policy(env), checkpoint_name)
+    try:
+        policy = baselines.load(checkpoint_name).state_policy(env)
+    except ConfigError as error:  # name the seat's checkpoint in every refusal
+        raise ConfigError(f"checkpoint:{checkpoint_name}: {error}") from None
+    return PolicyAgent(policy, checkpoint_name)
 
 
 def build_team(

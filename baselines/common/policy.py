@@ -30,7 +30,7 @@ class TrainedPolicy:
 
     def __call__(self, key: jax.Array, obs: jax.Array, mask: jax.Array) -> jax.Array:
         require(
-            not self.actor.network.recurrent,
+            not self.recurrent,
             "this policy is recurrent; call policy.step(key, hidden, obs, mask, episode_start) "
             "with hidden = policy.initial_hidden()",
         )
@@ -46,8 +46,30 @@ class TrainedPolicy:
         )
         return hidden, actions[0]
 
+    @property
+    def recurrent(self) -> bool:
+        return self.actor.network.recurrent
+
     def state_policy(self, env: Environment) -> Policy:
-        """The `policy(key, state, params)` form that `alemlite.evaluation.evaluate` takes."""
+        """The `policy(key, state, params)` form that `alemlite.evaluation.evaluate` takes.
+
+        That form carries no memory from one step to the next, so a recurrent actor is
+        refused here, before anything is compiled, as is an environment whose seats,
+        observations or actions differ from the ones the actor was trained on.
+        """
+        require(
+            not self.recurrent,
+            "the policy is recurrent (GRU), but as policy(key, state, params) (a team's seat, "
+            "alemlite.evaluation) it keeps no memory between steps; use a feed-forward "
+            "checkpoint (trained with --network.recurrent off)",
+        )
+        trained_on = (self.actor.num_agents, self.actor.observation_shape, self.actor.num_actions)
+        given = (env.num_agents, tuple(env.observation_shape), env.num_actions)
+        require(
+            given == trained_on,
+            f"the policy was trained for (seats, observation shape, actions) = {trained_on}, "
+            f"but this {env.name} environment has {given}; use a policy trained on it",
+        )
 
         def policy(key, state, params):
             return self(key, env.observe(state, params), env.action_mask(state, params))
