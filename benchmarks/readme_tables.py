@@ -25,7 +25,11 @@ from benchmarks.dining_reference_policies import markdown_table as dining_polici
 from benchmarks.harness import RESULTS_DIR, format_interval
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = (ROOT / "README.md", ROOT / "baselines" / "README.md")
+PAGES = (
+    ROOT / "README.md",
+    ROOT / "baselines" / "README.md",
+    ROOT / "baselines" / "pretrained" / "README.md",
+)
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 DINING_SIZES = (5, 10, 15)
 SCRIPTED_NAMES = {
@@ -221,12 +225,65 @@ def craft_throughput() -> str:
     return "\n".join(lines)
 
 
+PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
+# Shipped policy -> (results file, run name, scripted anchors shown beside it).
+SHIPPED = {
+    "ippo-dining-5": (
+        "marl_dining_5.json",
+        "ippo-dining-5",
+        ("uniform_random", "backoff", "resource_ordering"),
+    ),
+    "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
+}
+
+
+def _describe_policy(description: dict) -> str:
+    network = description["network"]
+    env = {key: value for key, value in description["env"].items() if key != "name"}
+    settings = ", ".join(f"{key} {value}" for key, value in env.items())
+    kind = "GRU" if network["recurrent"] else "feed-forward"
+    return (
+        f"{kind} {description['algorithm'].upper()} actor, {network['num_layers']}x"
+        f"{network['hidden_size']} tanh, {description['env']['name']} ({settings}), "
+        f"{description['num_actions']} actions, {description['observation_shape'][0]:,} "
+        "observation features"
+    )
+
+
+def pretrained() -> str:
+    """Each shipped policy: what it is, the command that trained it, its held-out return."""
+    lines = [
+        "| name | what | trained with | held-out return |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, (results_file, run_name, anchors) in SHIPPED.items():
+        description = json.loads((PRETRAINED_DIR / name / "policy.json").read_text())
+        results = load(results_file)
+        run = results["runs"][run_name]
+        seed, update = description["seed_index"], description["update"]
+        steps = run["agent_steps_per_seed"] * update // run["num_updates"]
+        references = run["references"]
+        anchor_text = ", ".join(
+            f"{anchor.replace('_', ' ')} {references[anchor]['return_across_seeds']['mean']:.2f}"
+            for anchor in anchors
+        )
+        lines.append(
+            f"| `{name}` | {_describe_policy(description)} | `{results['machine']['command']}` "
+            f"(best checkpoint of the best seed: update {update} of {run['num_updates']}, "
+            f"{steps / 1e6:.2f} M agent steps; `{results_file}`) "
+            f"| {run['best']['return_per_seed'][seed]:.2f} on {run['test_episodes']} test "
+            f"episodes from seed {run['test_seed']:,} ({anchor_text}) |"
+        )
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "dining_reference_policies": dining_reference_policies,
     "marl_dining": marl_dining,
     "coordination_study": coordination_study,
     "dining_throughput": dining_throughput,
     "craft_throughput": craft_throughput,
+    "pretrained": pretrained,
 }
 
 

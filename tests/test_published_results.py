@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import baselines
+from alemlite.evaluation import evaluate
 from benchmarks import readme_tables
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.study.plots import plot_study
@@ -42,3 +44,15 @@ def test_the_study_report_is_the_one_its_json_renders(tmp_path):
         assert path.exists(), path
     current = report.read_text()
     assert markdown_report(results, figures, DOCS, kept_conclusions(current)) == current
+
+
+def test_the_shipped_dining_policy_scores_its_published_return():
+    policy = baselines.load("ippo-dining-5")
+    results_file, run_name, _ = readme_tables.SHIPPED["ippo-dining-5"]
+    run = readme_tables.load(results_file)["runs"][run_name]
+    env = policy.make_env()
+    episodes = evaluate(
+        env, policy.state_policy(env), env.default_params, run["test_episodes"], run["test_seed"]
+    )
+    published = run["best"]["return_per_seed"][policy.description["seed_index"]]
+    assert abs(float(episodes["episode_return"].mean()) - published) < 1e-5
