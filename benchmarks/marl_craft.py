@@ -5,7 +5,8 @@ map, team and episode length small enough for learning to show within a CPU
 budget, evaluates the random and the scripted coordinating team (`team`) once per
 difficulty on the same held-out test episodes, and writes held-out return (final
 and best checkpoint, 95% CIs across seeds), team and coordination achievement %,
-normalised return and completed tasks to `benchmarks/results/marl_craft_cpu.json`,
+normalised return, completed tasks, gives, revives, buildings per kind and diamond
+swords (every row) to `benchmarks/results/marl_craft_cpu.json`,
 with one learning curve per run in `docs/figures/`. With `--reuse-runs`, finished
 runs are collected as they are and interrupted ones resume from their latest
 checkpoint, so the whole script can be restarted after a stop.
@@ -30,16 +31,24 @@ from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, plot_learning_curve, to_json
 from baselines.common.trainer import evaluate_references, run_title, train
 from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, format_interval, machine_info
+from benchmarks.harness import RESULTS_DIR, format_interval
 from benchmarks.marl_dining import FIGURES_DIR
+from benchmarks.provenance import begin_run
 
-# Per-episode metrics in the table beside the return (pooled over seeds and episodes).
-REPORTED = (
-    "team_achievement_percent",
-    "coordination_achievement_percent",
-    "normalised_return",
-    "coordination/task_completions",
-)
+# Per-episode metrics in the table beside the return (pooled over seeds and episodes),
+# with their column headings.
+REPORTED = {
+    "team_achievement_percent": "team achievements %",
+    "coordination_achievement_percent": "coordination achievements %",
+    "normalised_return": "normalised return",
+    "coordination/task_completions": "tasks completed",
+    "coordination/gives": "gives",
+    "coordination/revives": "revives",
+    "construction/shelters": "shelters",
+    "construction/forges": "forges",
+    "construction/beacons": "beacons",
+    "construction/diamond_swords": "diamond swords",
+}
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,9 @@ class MarlCraftConfig:
     reuse_runs: bool = False
     """Collect runs already finished in runs_dir and resume interrupted ones, instead of
     training them again from scratch."""
+    allow_dirty: bool = False
+    """Write into benchmarks/results/ and docs/ from a tree with uncommitted changes (marked
+    dirty)."""
 
     def train_config(self, algorithm: str, difficulty: str, run_dir: Path) -> TrainConfig:
         return TrainConfig(
@@ -109,8 +121,8 @@ def _train_or_collect(train_config: TrainConfig, reuse: bool, **train_kwargs) ->
 
 
 def run(config: MarlCraftConfig) -> dict:
+    provenance = begin_run([config.out, config.figures_dir, config.runs_dir], config.allow_dirty)
     results: dict[str, Any] = {
-        "machine": machine_info(),
         "config": dataclasses.asdict(config),
         "runs": {},
         "references": {},
@@ -152,6 +164,7 @@ def run(config: MarlCraftConfig) -> dict:
             print(
                 f"{name}: held-out return {format_interval(summary['best']['return_across_seeds'])}"
             )
+    results["machine"] = provenance.describe()
     config.out.parent.mkdir(parents=True, exist_ok=True)
     config.out.write_text(to_json(results))
     print(markdown_table(results))
@@ -166,11 +179,11 @@ def _metric(summary: dict, name: str) -> str:
 def markdown_table(results: dict) -> str:
     """Per difficulty: agents (return CI across seeds) and teams (CI over episodes)."""
     header = (
-        "| difficulty | policy | held-out return, final | held-out return, best checkpoint "
-        "| team achievements % | coordination achievements % | normalised return "
-        "| tasks completed |"
+        "| difficulty | policy | held-out return, final | held-out return, best checkpoint | "
+        + " | ".join(REPORTED.values())
+        + " |"
     )
-    lines = [header, "|" + " --- |" * 8]
+    lines = [header, "|" + " --- |" * (4 + len(REPORTED))]
     for difficulty, teams in results["references"].items():
         for summary in (r for r in results["runs"].values() if r["difficulty"] == difficulty):
             agent = f"{summary['algorithm'].upper()} ({summary['num_seeds']} seeds)"
