@@ -23,6 +23,7 @@ import tyro
 
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
 from benchmarks.harness import RESULTS_DIR, format_interval
+from benchmarks.marl_craft import markdown_table as marl_craft_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (
@@ -225,6 +226,48 @@ def craft_throughput() -> str:
     return "\n".join(lines)
 
 
+TEAM_NAMES = {"random": "uniform random", "team": "scripted team"}
+
+
+def _mean(summary: dict, digits: int = 2) -> str:
+    return f"{summary['mean']:.{digits}f}"
+
+
+def craft_reference_teams() -> str:
+    """Random and scripted teams at each difficulty: the span from none to deliberate
+    coordination."""
+    results = load("craft_reference_teams_cpu.json")
+    order = results["config"]["difficulties"]
+    rows = sorted(results["rows"], key=lambda row: order.index(row["difficulty"]))
+    lines = [
+        "| difficulty | team | return | team achievements % | coordination achievements % "
+        "| syncs / handovers | gives | revives | shelters / forges / beacons | diamond swords |",
+        "| --- |" + " --- |" * 9,
+    ]
+    for row in rows:
+        m = row["summary"]
+        cells = [
+            format_interval(m["episode_return"]),
+            format_interval(m["team_achievement_percent"], 1),
+            format_interval(m["coordination_achievement_percent"], 1),
+            f"{_mean(m['coordination/syncs'])} / {_mean(m['coordination/handovers'])}",
+            _mean(m["coordination/gives"], 1),
+            _mean(m["coordination/revives"]),
+            " / ".join(
+                _mean(m[f"construction/{kind}"]) for kind in ("shelters", "forges", "beacons")
+            ),
+            _mean(m["construction/diamond_swords"]),
+        ]
+        lines.append(
+            f"| {row['difficulty']} | {TEAM_NAMES[row['team']]} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
+def marl_craft() -> str:
+    return marl_craft_table(load("marl_craft_cpu.json"))
+
+
 PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
 # Shipped policy -> (results file, run name, scripted anchors shown beside it).
 SHIPPED = {
@@ -284,6 +327,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "dining_throughput": dining_throughput,
     "craft_throughput": craft_throughput,
     "pretrained": pretrained,
+    "craft_reference_teams": craft_reference_teams,
+    "marl_craft": marl_craft,
 }
 
 
