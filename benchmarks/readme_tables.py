@@ -24,6 +24,8 @@ import tyro
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
 from benchmarks.harness import RESULTS_DIR, format_interval
 from benchmarks.marl_craft import markdown_table as marl_craft_table
+from benchmarks.study.config import method_label
+from benchmarks.study.statistics import aggregates
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (
@@ -100,6 +102,26 @@ def coordination_study() -> str:
         shaped = [format_interval(outcome("shaped", n, name)) for n in DINING_SIZES]
         paper = " / ".join(f"{outcome('paper', n, name)['mean']:.2f}" for n in DINING_SIZES)
         lines.append(f"| {label} | " + " | ".join(shaped) + f" | {paper} |")
+    return "\n".join(lines)
+
+
+def study_aggregates() -> str:
+    """rliable aggregates of the study's final checkpoints over its six settings."""
+    summary = aggregates(load("coordination_study_cpu.json"))
+    improvement = summary["improvement"]
+    lines = [
+        "| method | IQM | optimality gap | P(method > IPPO) | P(method > MAPPO) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for method, result in summary["methods"].items():
+        against = [
+            format_interval(improvement[method, rival]["final"])
+            if (method, rival) in improvement
+            else ""
+            for rival in ("ippo", "mappo")
+        ]
+        cells = [format_interval(result["final"][name]) for name in ("iqm", "optimality_gap")]
+        lines.append(f"| {method_label(method)} | " + " | ".join(cells + against) + " |")
     return "\n".join(lines)
 
 
@@ -324,6 +346,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "dining_reference_policies": dining_reference_policies,
     "marl_dining": marl_dining,
     "coordination_study": coordination_study,
+    "study_aggregates": study_aggregates,
     "dining_throughput": dining_throughput,
     "craft_throughput": craft_throughput,
     "pretrained": pretrained,
