@@ -28,7 +28,7 @@ def test_every_readme_table_has_a_renderer_and_matches_its_json():
 
 def test_a_changed_number_is_caught():
     text = readme_tables.PAGES[0].read_text()
-    tampered = text.replace("| N = 5 |", "| N = 6 |", 1)
+    tampered = text.replace(" philosopher steps/s (", " philosopher steps/s, (", 1)
     assert tampered != text
     _, changed = readme_tables.render(tampered)
     assert changed == ["dining_throughput"]
