@@ -95,10 +95,8 @@ def coordination_study() -> str:
             return setting["methods"][name]["final"]["return_across_seeds"]
         return setting["references"][name]["return_across_seeds"]
 
-    for name, label in [(m, m.upper().replace("TEAMTR", "TeamTR")) for m in methods] + [
-        ("resource_ordering", "resource ordering"),
-        ("all_wait", "all-WAIT"),
-    ]:
+    anchors = [(name, SCRIPTED_NAMES[name]) for name in ("resource_ordering", "all_wait")]
+    for name, label in [(method, method_label(method)) for method in methods] + anchors:
         shaped = [format_interval(outcome("shaped", n, name)) for n in DINING_SIZES]
         paper = " / ".join(f"{outcome('paper', n, name)['mean']:.2f}" for n in DINING_SIZES)
         lines.append(f"| {label} | " + " | ".join(shaped) + f" | {paper} |")
