@@ -130,16 +130,12 @@ class RunProvenance:
                 f"{end.commit[:12]}, dirty {end.dirty}); rerun from a clean tree or pass "
                 "--allow-dirty"
             )
-        import jax
-
         return {
             "commit": self.tree.commit,
             "dirty": self.tree.dirty or changed,
             "diff_sha256": self.tree.diff_sha256 if not changed else end.diff_sha256,
             "command": self.command,
             **machine(),
-            "jax_version": jax.__version__,
-            "python": platform.python_version(),
             "libraries": library_versions(),
             "date": self.started_at,
             "wall_time_s": round(time.monotonic() - self.started, 1),

@@ -145,8 +145,8 @@ def fake_results():
     config = dataclasses.asdict(StudyConfig(sizes=(5, 15), methods=("grpo", "srpo")))
     return {
         "machine": {
-            **{key: "x" for key in ("processor", "platform", "device_kind", "python", "date")},
-            **{"cpu_count": 2, "jax_version": "0.1", "commit": "abc"},
+            **{key: "x" for key in ("processor", "platform", "device_kind", "date")},
+            **{"cpu_count": 2, "commit": "abc", "libraries": {"jax": "0.1", "python": "x"}},
             "command": "python -m benchmarks.coordination_study --num-seeds 2",
         },
         "config": config,

@@ -296,8 +296,8 @@ def markdown_report(
         "```",
         "",
         f"Machine: {machine['cpu_count']} x {machine['processor']} "
-        f"({machine['platform']}, {machine['device_kind']}), JAX {machine['jax_version']}, "
-        f"Python {machine['python']}, commit {machine['commit']}, {machine['date']}. "
+        f"({machine['platform']}, {machine['device_kind']}), JAX {machine['libraries']['jax']}, "
+        f"Python {machine['libraries']['python']}, commit {machine['commit']}, {machine['date']}. "
         f"Training wall time {results['train_wall_s'] / 60:.0f} min summed over the runs; the "
         f"invocation that wrote these results took {results['wall_s'] / 60:.0f} min (runs "
         "finished earlier are reused, not retrained). Results: "
