@@ -190,10 +190,15 @@ def _neighbour(grid: jax.Array, d_row: int, d_col: int, fill) -> jax.Array:
     return padded[:, 1 + d_row : 1 + d_row + height, 1 + d_col : 1 + d_col + width]
 
 
-def _any_neighbour(grid: jax.Array) -> jax.Array:
+def _over_neighbours(combine: Callable, grid: jax.Array, fill) -> jax.Array:
+    """`combine` of the four neighbours of every tile of `grid` `(B, H, W)`."""
     return functools.reduce(
-        jnp.logical_or, [_neighbour(grid, int(r), int(c), False) for r, c in C.DIRECTIONS]
+        combine, [_neighbour(grid, int(r), int(c), fill) for r, c in C.DIRECTIONS]
     )
+
+
+def _any_neighbour(grid: jax.Array) -> jax.Array:
+    return _over_neighbours(jnp.logical_or, grid, False)
 
 
 def _relax(cost: jax.Array, distance: jax.Array, iterations: int) -> jax.Array:
@@ -203,9 +208,7 @@ def _relax(cost: jax.Array, distance: jax.Array, iterations: int) -> jax.Array:
 
     def body(_, distance):
         entering = jnp.minimum(distance + cost, FAR)
-        best = functools.reduce(
-            jnp.minimum, [_neighbour(entering, int(r), int(c), FAR) for r, c in C.DIRECTIONS]
-        )
+        best = _over_neighbours(jnp.minimum, entering, FAR)
         return jnp.where(passable, jnp.minimum(distance, best), FAR)
 
     return jax.lax.fori_loop(0, iterations, body, distance)
@@ -226,9 +229,7 @@ def _walking_reach(config: CraftConfig, state: CraftState) -> jax.Array:
     seed = jnp.full(cost.shape, FAR).at[:, RALLY_RADIUS, RALLY_RADIUS].set(0)
     steps = _relax(cost.at[:, RALLY_RADIUS, RALLY_RADIUS].set(1), seed, 2 * RALLY_RADIUS)
     # Facing a tile: one of its sides reached, plus a turn.
-    side = functools.reduce(
-        jnp.minimum, [_neighbour(steps, int(r), int(c), FAR) for r, c in C.DIRECTIONS]
-    )
+    side = _over_neighbours(jnp.minimum, steps, FAR)
     size, num_agents = config.map_size, cells.shape[0]
     rows = jnp.where(jnp.all((cells >= 0) & (cells < size), axis=-1), cells[..., 0], size)
     agent = jnp.broadcast_to(jnp.arange(num_agents)[:, None, None], rows.shape)
@@ -528,9 +529,7 @@ def _rally(
     handover = kind == C.TASK_HANDOVER
     needed = jnp.where(handover, 2, quorum(byte, coordination.alpha, num_agents))
     walkable = jnp.asarray(C.WALKABLE)[material][None]
-    sides = sum(
-        _neighbour(walkable, int(r), int(c), False).astype(jnp.int32) for r, c in C.DIRECTIONS
-    )[0]
+    sides = _over_neighbours(jnp.add, walkable.astype(jnp.int32), 0)[0]
     open_task = (kind != C.TASK_NONE) & (sides >= needed) & (needed <= num_agents)
 
     reach = _walking_reach(config, state)  # (P, S, S)
