@@ -17,11 +17,12 @@ training at 15 on an equal budget.
 
 Every finished run keeps `study.json` and `episodes.npz` in its run directory
 and is reused, so an interrupted study resumes where it stopped (`--no-reuse-runs`
-trains everything again). The results go to
-`benchmarks/results/coordination_study_SCALE.json`, the plots to
-`docs/figures/study_*.png` and the report to `docs/coordination_study.md` (for
-`--scale gpu`: `study_gpu_*.png`, `coordination_study_gpu.md`); the report's
-`## Conclusions` section is kept when it is rebuilt.
+trains everything again). The results JSON, the plots and the report go to a fresh
+folder under `runs/bench/study/`; with `--publish` they replace the published
+`benchmarks/results/coordination_study_SCALE.json`, `docs/figures/study_*.png` and
+`docs/coordination_study.md` (for `--scale gpu`: `study_gpu_*.png`,
+`coordination_study_gpu.md`); the report's `## Conclusions` section is kept when it is
+rebuilt.
 """
 
 import tyro

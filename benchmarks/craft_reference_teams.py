@@ -26,7 +26,7 @@ from alemlite.core.environment import Environment
 from alemlite.envs.craft.policies import POLICIES
 from alemlite.evaluation import Policy, episode_keys, play_episode
 from alemlite.stats import summarise
-from benchmarks.harness import RESULTS_DIR, format_interval, write_results
+from benchmarks.harness import RESULTS_DIR, format_interval, output_path, write_results
 from benchmarks.provenance import begin_run
 
 REPORTED = (
@@ -59,14 +59,19 @@ class CraftTeamsConfig:
     agents: int = 3
     map_size: int = 48
     seed: int = 0
-    out_dir: Path = RESULTS_DIR
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def run(config: CraftTeamsConfig) -> dict:
     """Evaluate every (team, difficulty) pair, print a markdown table and write the JSON."""
-    provenance = begin_run([config.out_dir], config.allow_dirty)
+    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "craft_reference_teams")
+    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
     started = time.perf_counter()
 
     def make(difficulty: str):
@@ -87,8 +92,8 @@ def run(config: CraftTeamsConfig) -> dict:
             episodes = jax.device_get(play(keys, make(difficulty).default_params))
             summary = summarise({name: episodes[name] for name in REPORTED})
             rows.append({"team": team, "difficulty": difficulty, "summary": summary})
-    payload = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, "rows": rows}
-    path = write_results("craft_reference_teams", payload, config.out_dir, provenance)
+    payload = {"config": {**asdict(config), "out_dir": str(out_dir)}, "rows": rows}
+    path = write_results("craft_reference_teams", payload, out_dir, provenance)
     print(markdown_table(rows, config.difficulties))
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
     return payload

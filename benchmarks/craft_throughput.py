@@ -31,6 +31,7 @@ from alemlite.envs.craft.state import state_nbytes
 from benchmarks.harness import (
     RESULTS_DIR,
     hash_actions,
+    output_path,
     time_compiled,
     vec_rollout,
     write_results,
@@ -70,9 +71,13 @@ class CraftBenchConfig:
     map_size_check: tuple[int, ...] = (16, 48, 128)
     """map sizes at which `step` alone (no reset) is timed, to show it ignores the map"""
     map_size_check_envs: int = 512
-    out_dir: Path = RESULTS_DIR
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: bool) -> dict:
@@ -169,7 +174,8 @@ def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
 
 def run(config: CraftBenchConfig) -> dict:
     """Sweep Craft throughput; time peers side by side where their venvs are given."""
-    provenance = begin_run([config.out_dir], config.allow_dirty)
+    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "craft_throughput")
+    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
     env = alemlite.make("craft", num_agents=config.num_agents, map_size=config.map_size)
     state = jax.jit(env.generate)(jax.random.PRNGKey(0), env.default_params)
     sizes = [2**power for power in range(config.min_log2_envs, config.max_log2_envs + 1)]
@@ -216,7 +222,7 @@ def run(config: CraftBenchConfig) -> dict:
     payload = {
         "config": {
             **asdict(config),
-            "out_dir": str(config.out_dir),
+            "out_dir": str(out_dir),
             "craftax_python": str(config.craftax_python),
             "alem_python": str(config.alem_python),
         },
@@ -231,7 +237,7 @@ def run(config: CraftBenchConfig) -> dict:
         "peers": side_by_side,
         "best": best,
     }
-    path = write_results("craft_throughput", payload, config.out_dir, provenance)
+    path = write_results("craft_throughput", payload, out_dir, provenance)
     plot_path = _plot(sweep, side_by_side, path.with_suffix(".png"), config)
     for policy, entry in best.items():
         print(

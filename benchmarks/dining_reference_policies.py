@@ -20,7 +20,7 @@ import alemlite
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
 from alemlite.stats import summarise
-from benchmarks.harness import RESULTS_DIR, format_interval, write_results
+from benchmarks.harness import RESULTS_DIR, format_interval, output_path, write_results
 from benchmarks.provenance import begin_run
 
 REWARDS = ("shaped", "paper")
@@ -33,14 +33,19 @@ class DiningPoliciesConfig:
     episodes: int = 300
     num_philosophers: int = 5
     seed: int = 0
-    out_dir: Path = RESULTS_DIR
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def run(config: DiningPoliciesConfig) -> dict:
     """Evaluate the policies, print the table and write the JSON; returns the payload."""
-    provenance = begin_run([config.out_dir], config.allow_dirty)
+    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "dining_reference_policies")
+    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
     policies: dict[str, dict] = {}
     for name, policy in sorted(DINING_POLICIES.items()):
         policies[name] = {}
@@ -54,8 +59,8 @@ def run(config: DiningPoliciesConfig) -> dict:
                 "fairness": episodes["fairness"],
             }
             policies[name][reward] = summarise(reported)
-    payload = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, "policies": policies}
-    path = write_results("dining_reference_policies", payload, config.out_dir, provenance)
+    payload = {"config": {**asdict(config), "out_dir": str(out_dir)}, "policies": policies}
+    path = write_results("dining_reference_policies", payload, out_dir, provenance)
     print(markdown_table(payload))
     print(f"wrote {path}")
     return payload

@@ -26,6 +26,7 @@ import alemlite
 from benchmarks.harness import (
     RESULTS_DIR,
     Timing,
+    output_path,
     time_compiled,
     time_python,
     vec_rollout,
@@ -47,9 +48,13 @@ class DiningBenchConfig:
     steps_per_call: int = 128
     repeats: int = 5
     oracle_steps: int = 20_000
-    out_dir: Path = RESULTS_DIR
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
@@ -72,7 +77,8 @@ def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
 
 def run(config: DiningBenchConfig) -> dict:
     """Sweep dining throughput and compare with the plain-Python engine."""
-    provenance = begin_run([config.out_dir], config.allow_dirty)
+    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "dining_throughput")
+    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
     sweep = []
     sizes = [2**power for power in range(config.max_log2_envs + 1)]
     points = [(n, b, policy) for n in config.table_sizes for b in sizes for policy in (False, True)]
@@ -114,12 +120,12 @@ def run(config: DiningBenchConfig) -> dict:
                 / oracle[num_philosophers]["philosopher_steps_per_s"],
             }
     payload = {
-        "config": {**asdict(config), "out_dir": str(config.out_dir)},
+        "config": {**asdict(config), "out_dir": str(out_dir)},
         "sweep": sweep,
         "python_engine": {str(n): value for n, value in oracle.items()},
         "best": best,
     }
-    path = write_results("dining_throughput", payload, config.out_dir, provenance)
+    path = write_results("dining_throughput", payload, out_dir, provenance)
     plot_path = _plot(sweep, oracle, path.with_suffix(".png"))
     for name, entry in best.items():
         print(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from alemlite.core.errors import require
 from benchmarks.peers import protocol
 from benchmarks.peers.protocol import hash_actions
 from benchmarks.provenance import RunProvenance
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Unpublished runs: one fresh folder per run, runs/bench/BENCHMARK/UTC-TIME.
+RUNS_DIR = Path("runs") / "bench"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,42 @@ def format_interval(summary: Mapping[str, float], digits: int = 2) -> str:
         return f"{summary['mean']:.{digits}f}"
     mean, low, high = (f"{summary[key]:.{digits}f}" for key in ("mean", "low", "high"))
     return f"{mean} [{low}, {high}]"
+
+
+def fresh_run_folder(benchmark: str) -> Path:
+    """A new, empty folder `runs/bench/BENCHMARK/UTC-TIME[-K]` that no other run writes."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for attempt in range(1000):
+        folder = RUNS_DIR / benchmark / (stamp if attempt == 0 else f"{stamp}-{attempt}")
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free run folder under {RUNS_DIR / benchmark}")
+
+
+def output_path(out: Path | None, publish: bool, published: Path, benchmark: str) -> Path:
+    """Where a benchmark writes: `out` when given, `published` (a file or folder under
+    benchmarks/results/ or docs/) with `publish`, and otherwise a fresh run folder (holding a
+    file named like `published` when `published` is a file)."""
+    if out is not None:
+        return out
+    if publish:
+        return published
+    folder = fresh_run_folder(benchmark)
+    return folder / published.name if published.suffix else folder
+
+
+def refuse_earlier_runs(run_dirs: Iterable[Path], reuse_runs: bool) -> None:
+    """Training afresh would delete these run directories: refuse unless `reuse_runs` says
+    to collect (or resume) them."""
+    earlier = [path for path in run_dirs if path.exists()]
+    require(
+        reuse_runs or not earlier,
+        f"{earlier[0] if earlier else ''} holds an earlier run; pass --reuse-runs to collect or "
+        "resume it, or --runs-dir to train elsewhere (or remove it to train it again)",
+    )
 
 
 def write_results(name: str, payload: dict[str, Any], out_dir: Path, run: RunProvenance) -> Path:

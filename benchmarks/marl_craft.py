@@ -6,8 +6,9 @@ budget, evaluates the random and the scripted coordinating team (`team`) once pe
 difficulty on the same held-out test episodes, and writes held-out return (final
 and best checkpoint, 95% CIs across seeds), team and coordination achievement %,
 normalised return, completed tasks, gives, revives, buildings per kind and diamond
-swords (every row) to `benchmarks/results/marl_craft_cpu.json`,
-with one learning curve per run in `docs/figures/`. With `--reuse-runs`, finished
+swords (every row) to `marl_craft_cpu.json`, with one learning curve per run in
+`figures/` beside it: in a fresh folder under `runs/bench/marl_craft/`, or, with
+`--publish`, into `benchmarks/results/` and `docs/figures/`. With `--reuse-runs`, finished
 runs are collected as they are and interrupted ones resume from their latest
 checkpoint, so the whole script can be restarted after a stop.
 
@@ -31,7 +32,7 @@ from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, plot_learning_curve, to_json
 from baselines.common.trainer import evaluate_references, run_title, train
 from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, format_interval
+from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.marl_dining import FIGURES_DIR
 from benchmarks.provenance import begin_run
 
@@ -71,17 +72,21 @@ class MarlCraftConfig:
     network: NetworkConfig = field(default_factory=lambda: NetworkConfig(hidden_size=32))
     ppo: PPOConfig = field(default_factory=lambda: PPOConfig(learning_rate=1e-3))
     runs_dir: Path = Path("runs/marl_craft")
-    out: Path = RESULTS_DIR / "marl_craft_cpu.json"
-    figures_dir: Path = FIGURES_DIR
-    """Where each run's learning curve is copied (as ALGORITHM-craft-DIFFICULTY.png)."""
+    out: Path | None = None
+    """Results JSON; default: marl_craft_cpu.json in a fresh folder under runs/bench/ (in
+    benchmarks/results/ with --publish)."""
+    figures_dir: Path | None = None
+    """Where each run's learning curve goes (as ALGORITHM-craft-DIFFICULTY.png); default:
+    figures/ beside the results JSON (docs/figures/ with --publish)."""
+    publish: bool = False
+    """Write the published results and figures, replacing them."""
     label: str = ""
     """Suffix of run and figure names, to keep variants apart (e.g. "-long")."""
     reuse_runs: bool = False
-    """Collect runs already finished in runs_dir and resume interrupted ones, instead of
-    training them again from scratch."""
+    """Collect runs already finished in runs_dir and resume interrupted ones. Without it, a
+    run directory that exists is refused."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ and docs/ from a tree with uncommitted changes (marked
-    dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def train_config(self, algorithm: str, difficulty: str, run_dir: Path) -> TrainConfig:
         return TrainConfig(
@@ -115,19 +120,27 @@ def _train_or_collect(train_config: TrainConfig, reuse: bool, **train_kwargs) ->
         checkpoints = RunCheckpoints(run_dir / "checkpoints")
         interrupted = checkpoints.latest_update() is not None
         checkpoints.close()
-    if not (reuse and interrupted):
+    if not interrupted:  # an unfinished run with no checkpoint yet: nothing to keep
         shutil.rmtree(run_dir, ignore_errors=True)
     return train(dataclasses.replace(train_config, resume=reuse and interrupted), **train_kwargs)
 
 
 def run(config: MarlCraftConfig) -> dict:
-    provenance = begin_run([config.out, config.figures_dir, config.runs_dir], config.allow_dirty)
+    earlier = [
+        config.runs_dir / f"{algorithm}-craft-{difficulty}{config.label}"
+        for difficulty in config.difficulties
+        for algorithm in config.algorithms
+    ]
+    refuse_earlier_runs(earlier, config.reuse_runs)
+    out = output_path(config.out, config.publish, RESULTS_DIR / "marl_craft_cpu.json", "marl_craft")
+    figures_dir = config.figures_dir or (FIGURES_DIR if config.publish else out.parent / "figures")
+    provenance = begin_run([out, figures_dir, config.runs_dir], config.allow_dirty, config.publish)
     results: dict[str, Any] = {
-        "config": dataclasses.asdict(config),
+        "config": {**dataclasses.asdict(config), "out": str(out), "figures_dir": str(figures_dir)},
         "runs": {},
         "references": {},
     }
-    config.figures_dir.mkdir(parents=True, exist_ok=True)
+    figures_dir.mkdir(parents=True, exist_ok=True)
     for difficulty in config.difficulties:
         first = config.train_config(config.algorithms[0], difficulty, config.runs_dir)
         env = alemlite.make("craft", **first.env_kwargs())
@@ -158,17 +171,17 @@ def run(config: MarlCraftConfig) -> dict:
             plot_learning_curve(
                 MetricsLog(run_dir / "metrics.jsonl").read(),
                 team_returns,
-                config.figures_dir / f"{name}.png",
+                figures_dir / f"{name}.png",
                 run_title(train_config, env),
             )
             print(
                 f"{name}: held-out return {format_interval(summary['best']['return_across_seeds'])}"
             )
     results["machine"] = provenance.describe()
-    config.out.parent.mkdir(parents=True, exist_ok=True)
-    config.out.write_text(to_json(results))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_json(results))
     print(markdown_table(results))
-    print(f"wrote {config.out}")
+    print(f"wrote {out}")
     return results
 
 

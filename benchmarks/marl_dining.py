@@ -3,8 +3,9 @@
 Trains each algorithm at each table size (several seeds vmapped in one run),
 then collects the held-out returns (final and best checkpoint, 95% CIs across
 seeds and over episodes) and the scripted policies' returns on the same test
-episodes into `benchmarks/results/marl_dining.json`, with one learning curve per
-run copied to `docs/figures/`.
+episodes into `marl_dining.json`, with one learning curve per run copied to
+`figures/` beside it: in a fresh folder under `runs/bench/marl_dining/`, or, with
+`--publish`, into `benchmarks/results/` and `docs/figures/`.
 
     python -m benchmarks.marl_dining --sizes 5 --num-updates 200
 """
@@ -23,7 +24,7 @@ from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
 from baselines.common.trainer import train
 from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, format_interval
+from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.provenance import begin_run
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
@@ -42,20 +43,33 @@ class MarlDiningConfig:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     runs_dir: Path = Path("runs/marl_dining")
-    out: Path = RESULTS_DIR / "marl_dining.json"
+    out: Path | None = None
+    """Results JSON; default: marl_dining.json in a fresh folder under runs/bench/ (in
+    benchmarks/results/ with --publish). Learning curves go to figures/ beside it (docs/figures/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results and figures, replacing them."""
     label: str = ""
     """Suffix of run and figure names, to keep variants apart (e.g. "-anneal")."""
     reuse_runs: bool = False
-    """Collect the summaries of runs already finished in runs_dir instead of training again."""
+    """Collect the summaries of runs already finished in runs_dir instead of training again
+    (unfinished ones are trained afresh). Without it, a run directory that exists is refused."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ and docs/ from a tree with uncommitted changes (marked
-    dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def run(config: MarlDiningConfig) -> dict:
-    provenance = begin_run([config.out, FIGURES_DIR], config.allow_dirty)
-    results = {"config": dataclasses.asdict(config), "runs": {}}
-    FIGURES_DIR.mkdir(parents=True, exist_ok=True)
+    names = [
+        f"{algorithm}-dining-{size}{config.label}"
+        for size in config.sizes
+        for algorithm in config.algorithms
+    ]
+    refuse_earlier_runs([config.runs_dir / name for name in names], config.reuse_runs)
+    out = output_path(config.out, config.publish, RESULTS_DIR / "marl_dining.json", "marl_dining")
+    figures_dir = FIGURES_DIR if config.publish else out.parent / "figures"
+    provenance = begin_run([out, figures_dir], config.allow_dirty, config.publish)
+    results = {"config": {**dataclasses.asdict(config), "out": str(out)}, "runs": {}}
+    figures_dir.mkdir(parents=True, exist_ok=True)
     references = reference_policies("dining")
     for size in config.sizes:
         for algorithm in config.algorithms:
@@ -63,7 +77,7 @@ def run(config: MarlDiningConfig) -> dict:
             run_dir = config.runs_dir / name
             if config.reuse_runs and (run_dir / "summary.json").exists():
                 results["runs"][name] = json.loads((run_dir / "summary.json").read_text())
-                shutil.copy(run_dir / "learning_curve.png", FIGURES_DIR / f"{name}.png")
+                shutil.copy(run_dir / "learning_curve.png", figures_dir / f"{name}.png")
                 continue
             shutil.rmtree(run_dir, ignore_errors=True)
             train_config = TrainConfig(
@@ -82,12 +96,12 @@ def run(config: MarlDiningConfig) -> dict:
             )
             summary = train(train_config, references=references)
             results["runs"][name] = summary
-            shutil.copy(run_dir / "learning_curve.png", FIGURES_DIR / f"{name}.png")
+            shutil.copy(run_dir / "learning_curve.png", figures_dir / f"{name}.png")
     results["machine"] = provenance.describe()
-    config.out.parent.mkdir(parents=True, exist_ok=True)
-    config.out.write_text(to_json(results))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_json(results))
     print(markdown_table(results))
-    print(f"wrote {config.out}")
+    print(f"wrote {out}")
     return results
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import tyro
 
 import alemlite
-from benchmarks.harness import RESULTS_DIR, write_results
+from benchmarks.harness import RESULTS_DIR, output_path, write_results
 from benchmarks.provenance import begin_run
 from llm_bridge.render.base import PromptOptions
 from llm_bridge.render.craft import CraftRenderer
@@ -87,14 +87,19 @@ class PromptBenchConfig:
     craft_worlds: int = 256
     craft_agents: int = 3
     repeats: int = 10
-    out_dir: Path = RESULTS_DIR
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def run(config: PromptBenchConfig) -> dict:
     """Time the batched dining and Craft serialisers, transfer included."""
-    provenance = begin_run([config.out_dir], config.allow_dirty)
+    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "prompt_throughput")
+    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
     dining = alemlite.make("dining", num_philosophers=config.philosophers)
     craft = alemlite.make("craft", num_agents=config.craft_agents)
     dining_renderer, craft_renderer = DiningRenderer.for_env(dining), CraftRenderer(craft)
@@ -105,8 +110,8 @@ def run(config: PromptBenchConfig) -> dict:
             config.craft_worlds, config.repeats,
         ),
     ]  # fmt: skip
-    payload = {"config": {**config.__dict__, "out_dir": str(config.out_dir)}, "results": results}
-    path = write_results("prompt_throughput", payload, config.out_dir, provenance)
+    payload = {"config": {**config.__dict__, "out_dir": str(out_dir)}, "results": results}
+    path = write_results("prompt_throughput", payload, out_dir, provenance)
     for result in results:
         print(
             f"{result['env']}: {result['prompts_per_s_median']:,.0f} prompts/s (median of "

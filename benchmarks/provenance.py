@@ -1,7 +1,9 @@
 """Where a published figure came from: the code, the command, the machine, the time.
 
 Every benchmark starts with `begin_run`, which refuses to write into the
-published folders (`benchmarks/results/`, `docs/`) from a working tree with
+published folders (`benchmarks/results/`, `docs/`) unless `--publish` is given
+(by default a benchmark writes a fresh folder under `runs/`, so a trial run never
+replaces a published figure), and refuses to publish from a working tree with
 uncommitted changes unless `allow_dirty` is given, so a figure always names a
 commit that holds the code that made it. The check runs before any work, and
 again when the results are written: a tree that changed during the run is
@@ -142,13 +144,26 @@ class RunProvenance:
         }
 
 
-def begin_run(destinations: Iterable[Path], allow_dirty: bool = False) -> RunProvenance:
-    """Record the tree and command at the start; refuse a dirty tree for published outputs.
+def begin_run(
+    destinations: Iterable[Path], allow_dirty: bool = False, publish: bool = False
+) -> RunProvenance:
+    """Record the tree and command at the start; refuse to write published outputs unless
+    `publish`, and from a dirty tree unless `allow_dirty`.
 
     `destinations` are every file or folder the run writes.
     """
     outputs = tuple(Path(path) for path in destinations)
-    published = any(is_published(path) for path in outputs)
+    published = [path for path in outputs if is_published(path)]
+    if published and not publish:
+        raise ConfigError(
+            f"{published[0]} holds published results; pass --publish to replace them, or leave "
+            "out the output option to write a fresh folder under runs/"
+        )
+    if publish and not published:
+        raise ConfigError(
+            "publish=True but nothing is written into benchmarks/results/ or docs/; drop "
+            "--publish, or the output option that sends the results elsewhere"
+        )
     tree = TreeState.now(outputs)
     if published and tree.dirty and not allow_dirty:
         raise ConfigError(
@@ -162,6 +177,6 @@ def begin_run(destinations: Iterable[Path], allow_dirty: bool = False) -> RunPro
         started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         started=time.monotonic(),
         outputs=outputs,
-        published=published,
+        published=bool(published),
         allow_dirty=allow_dirty,
     )

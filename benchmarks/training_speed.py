@@ -27,7 +27,7 @@ import alemlite
 from alemlite.core import LogWrapper
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
-from benchmarks.harness import RESULTS_DIR, time_compiled, vec_rollout, write_results
+from benchmarks.harness import RESULTS_DIR, output_path, time_compiled, vec_rollout, write_results
 from benchmarks.provenance import begin_run
 
 
@@ -51,9 +51,13 @@ class TrainingSpeedConfig:
     num_steps: int = 32
     network: NetworkConfig = field(default_factory=NetworkConfig)
     repeats: int = 5
-    out_dir: Path = RESULTS_DIR
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ from a tree with uncommitted changes (marked dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
 
 def measure(config: TrainingSpeedConfig) -> dict:
@@ -155,10 +159,11 @@ def plot(result: dict, algorithms: tuple[str, ...], path: Path) -> None:
 
 
 def main(config: TrainingSpeedConfig) -> None:
-    provenance = begin_run([config.out_dir], config.allow_dirty)
+    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "training_speed")
+    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
     result = measure(config)
     name = f"training_speed_{config.env}"
-    path = write_results(name, result, config.out_dir, provenance)
+    path = write_results(name, result, out_dir, provenance)
     plot(result, config.algorithms, path.with_suffix(".png"))
     print(f"wrote {path}")
 

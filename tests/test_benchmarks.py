@@ -26,7 +26,7 @@ def test_dining_benchmark_writes_results_with_the_python_engine_ratio(tmp_path):
     result = json.loads(
         (tmp_path / f"dining_throughput_{jax.devices()[0].platform}.json").read_text()
     )
-    assert result["jax_version"] == jax.__version__ and result["commit"]
+    assert result["libraries"]["jax"] == jax.__version__ and result["commit"]
     assert {row["num_envs"] for row in result["sweep"]} == {1, 2}
     assert result["best"]["N3_hashed"]["ratio_to_python"] > 0
     assert (tmp_path / f"dining_throughput_{jax.devices()[0].platform}.png").stat().st_size > 0

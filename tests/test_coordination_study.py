@@ -272,7 +272,7 @@ def test_report_only_rebuilds_the_report_and_profiles_from_the_json(tmp_path):
         report_only=True, out=results_path, figures_dir=tmp_path, report=tmp_path / "study.md"
     )
     run_study(config)
-    report = config.report_path.read_text()
+    report = (tmp_path / "study.md").read_text()
     aggregate = report.split("## Aggregate over the settings")[1].split("## Returns")[0]
     assert "| GRPO | " in aggregate and "| GRPO vs SRPO | " in aggregate
     assert (

@@ -1,11 +1,13 @@
 """Results name the code that made them: a dirty tree is refused or marked, never hidden."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from alemlite.core.errors import ConfigError
 from benchmarks import provenance
+from benchmarks.harness import output_path, refuse_earlier_runs
 
 
 @pytest.fixture()
@@ -29,7 +31,7 @@ def repo(tmp_path, monkeypatch):
 
 
 def test_a_clean_tree_writes_and_names_its_commit(repo):
-    run = provenance.begin_run([repo / "results"])
+    run = provenance.begin_run([repo / "results"], publish=True)
     (repo / "results" / "old.json").write_text('{"new": 1}\n')  # the run's own output
     record = run.describe()
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
@@ -41,27 +43,56 @@ def test_a_clean_tree_writes_and_names_its_commit(repo):
 
 def test_earlier_uncommitted_results_are_data_not_a_dirty_tree(repo):
     (repo / "results" / "other.json").write_text("{}\n")
-    assert provenance.begin_run([repo / "results" / "new.json"]).describe()["dirty"] is False
+    run = provenance.begin_run([repo / "results" / "new.json"], publish=True)
+    assert run.describe()["dirty"] is False
 
 
 def test_a_dirty_tree_is_refused_for_published_results(repo):
     (repo / "code.py").write_text("x = 2\n")
     with pytest.raises(ConfigError, match="--allow-dirty"):
-        provenance.begin_run([repo / "results"])
+        provenance.begin_run([repo / "results"], publish=True)
     provenance.begin_run([repo / "elsewhere"])  # unpublished outputs may come from any tree
+
+
+def test_published_results_are_replaced_only_when_asked(repo):
+    with pytest.raises(ConfigError, match=r"old.json holds published results; pass --publish"):
+        provenance.begin_run([repo / "elsewhere", repo / "results" / "old.json"])
+    with pytest.raises(ConfigError, match="nothing is written into benchmarks/results/"):
+        provenance.begin_run([repo / "elsewhere"], publish=True)
+    assert (repo / "results" / "old.json").read_text() == "{}\n"
+
+
+def test_unpublished_runs_get_a_fresh_folder_each(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    published = tmp_path / "results" / "study.json"
+    first = output_path(None, False, published, "study")
+    second = output_path(None, False, published, "study")
+    assert first.name == "study.json" and first.parent != second.parent
+    assert first.parent.parent == second.parent.parent == Path("runs/bench/study")
+    assert first.parent.is_dir() and not any(first.parent.iterdir())
+    assert output_path(None, True, published, "study") == published
+    assert output_path(tmp_path / "mine.json", False, published, "study") == tmp_path / "mine.json"
+
+
+def test_training_runs_of_an_earlier_benchmark_are_kept_unless_reused(tmp_path):
+    (tmp_path / "ippo-dining-5").mkdir()
+    with pytest.raises(ConfigError, match="ippo-dining-5 holds an earlier run; pass --reuse-runs"):
+        refuse_earlier_runs([tmp_path / "ippo-dining-5", tmp_path / "mappo-dining-5"], False)
+    refuse_earlier_runs([tmp_path / "ippo-dining-5"], True)
+    refuse_earlier_runs([tmp_path / "mappo-dining-5"], False)
 
 
 def test_allow_dirty_marks_the_results_with_a_hash_of_the_changes(repo):
     (repo / "code.py").write_text("x = 2\n")
-    first = provenance.begin_run([repo / "results"], allow_dirty=True).describe()
+    first = provenance.begin_run([repo / "results"], allow_dirty=True, publish=True).describe()
     (repo / "code.py").write_text("x = 3\n")
-    second = provenance.begin_run([repo / "results"], allow_dirty=True).describe()
+    second = provenance.begin_run([repo / "results"], allow_dirty=True, publish=True).describe()
     assert first["dirty"] and second["dirty"]
     assert first["diff_sha256"] != second["diff_sha256"]
 
 
 def test_code_changed_during_the_run_is_refused(repo):
-    run = provenance.begin_run([repo / "results"])
+    run = provenance.begin_run([repo / "results"], publish=True)
     (repo / "new_module.py").write_text("y = 1\n")
     with pytest.raises(ConfigError, match="changed during the run"):
         run.describe()

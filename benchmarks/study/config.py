@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from alemlite.core.errors import require
 from baselines.common.curriculum import CurriculumConfig
-from benchmarks.harness import RESULTS_DIR
+from benchmarks.harness import RESULTS_DIR, output_path
 from benchmarks.marl_dining import FIGURES_DIR
 
 REPORT = Path(__file__).resolve().parents[2] / "docs" / "coordination_study.md"
@@ -63,6 +64,13 @@ SCALES = {
 
 
 @dataclass(frozen=True)
+class StudyOutputs:
+    results: Path
+    report: Path
+    figures_dir: Path
+
+
+@dataclass(frozen=True)
 class StudyConfig:
     """Train the five methods on dining under both rewards; write results, plots and report."""
 
@@ -89,19 +97,30 @@ class StudyConfig:
     runs_dir: Path = Path("runs/study")
     """Run directories go to RUNS_DIR/SCALE/."""
     out: Path | None = None
-    """Results JSON; None: benchmarks/results/coordination_study_SCALE.json."""
-    figures_dir: Path = FIGURES_DIR
-    """Plots go here as study_*.png (study_SCALE_*.png for scales other than "cpu")."""
+    """Results JSON; default: coordination_study_SCALE.json in a fresh folder under
+    runs/bench/study/ (in benchmarks/results/ with --publish). With --report-only: the results
+    JSON the report is rebuilt from."""
+    figures_dir: Path | None = None
+    """Plots, as study_*.png (study_SCALE_*.png for scales other than "cpu"); default:
+    figures/ beside the results JSON (docs/figures/ with --publish)."""
     report: Path | None = None
-    """Markdown report; None: docs/coordination_study.md (coordination_study_SCALE.md for
-    scales other than "cpu")."""
+    """Markdown report; default: coordination_study.md beside the results JSON (with --publish:
+    docs/coordination_study.md, or coordination_study_SCALE.md for other scales)."""
+    publish: bool = False
+    """Write the published results, figures and report, replacing them."""
     reuse_runs: bool = True
     """Reuse runs that already finished (their study.json), so the study resumes."""
     report_only: bool = False
     """Rebuild the plots and the report from the results JSON without training."""
     allow_dirty: bool = False
-    """Write into benchmarks/results/ and docs/ from a tree with uncommitted changes (marked
-    dirty)."""
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require(
+            not self.report_only or self.publish or self.out is not None,
+            "report_only=True needs the results to rebuild from: --out RESULTS_JSON (an earlier "
+            "run's), or --publish for the published study",
+        )
 
     @property
     def budget(self) -> Budget:
@@ -112,15 +131,17 @@ class StudyConfig:
         }
         return dataclasses.replace(SCALES[self.scale], **overrides)
 
-    @property
-    def results_path(self) -> Path:
-        return self.out or RESULTS_DIR / f"coordination_study_{self.scale}.json"
-
-    @property
-    def report_path(self) -> Path:
-        if self.report is not None:
-            return self.report
-        return REPORT if self.scale == "cpu" else REPORT.with_stem(f"{REPORT.stem}_{self.scale}")
+    def outputs(self) -> StudyOutputs:
+        """Where this run writes; a run that publishes nothing gets a fresh folder."""
+        name = f"coordination_study_{self.scale}"
+        results = output_path(self.out, self.publish, RESULTS_DIR / f"{name}.json", "study")
+        if self.publish:
+            report = REPORT if self.scale == "cpu" else REPORT.with_stem(f"{name}")
+            figures_dir = FIGURES_DIR
+        else:
+            report = results.parent / REPORT.name
+            figures_dir = results.parent / "figures"
+        return StudyOutputs(results, self.report or report, self.figures_dir or figures_dir)
 
     @property
     def figure_prefix(self) -> str:

@@ -9,9 +9,10 @@ from typing import Any
 
 import jax
 
+from alemlite.core.errors import require
 from baselines.common.reporting import to_json
 from benchmarks.provenance import begin_run
-from benchmarks.study.config import StudyConfig
+from benchmarks.study.config import StudyConfig, StudyOutputs
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import kept_conclusions, markdown_report
 from benchmarks.study.runs import (
@@ -27,12 +28,14 @@ from benchmarks.study.statistics import outcome
 def run(config: StudyConfig) -> dict[str, Any]:
     """Run (or reuse) every run of the study and write its results; with `report_only`,
     rebuild the plots and the report from the results JSON alone."""
+    outputs = config.outputs()
     provenance = begin_run(
-        [config.results_path, config.report_path, config.figures_dir], config.allow_dirty
+        [outputs.results, outputs.report, outputs.figures_dir], config.allow_dirty, config.publish
     )
     if config.report_only:
-        results = json.loads(config.results_path.read_text())
-        write_outputs(config, results)
+        require(outputs.results.is_file(), f"out={outputs.results} is not a results JSON")
+        results = json.loads(outputs.results.read_text())
+        write_outputs(config, outputs, results)
         return results
     budget = config.budget
     runs_dir = config.runs_dir / config.scale
@@ -91,18 +94,18 @@ def run(config: StudyConfig) -> dict[str, Any]:
         for run in setting["methods"].values()
     ) + sum(pair["curriculum"]["wall_s"] for pair in results["curriculum"].values())
     results["machine"] = provenance.describe()
-    config.results_path.parent.mkdir(parents=True, exist_ok=True)
-    config.results_path.write_text(to_json(results))
-    write_outputs(config, results)
-    print(f"wrote {config.results_path}, {config.report_path} and the figures")
+    outputs.results.parent.mkdir(parents=True, exist_ok=True)
+    outputs.results.write_text(to_json(results))
+    write_outputs(config, outputs, results)
+    print(f"wrote {outputs.results}, {outputs.report} and the figures in {outputs.figures_dir}")
     return results
 
 
-def write_outputs(config: StudyConfig, results: dict[str, Any]) -> None:
+def write_outputs(config: StudyConfig, outputs: StudyOutputs, results: dict[str, Any]) -> None:
     """The plots and the report, keeping the earlier report's conclusions."""
-    config.figures_dir.mkdir(parents=True, exist_ok=True)
-    figures = plot_study(results, config.figures_dir, config.figure_prefix)
-    report = config.report_path
+    outputs.figures_dir.mkdir(parents=True, exist_ok=True)
+    figures = plot_study(results, outputs.figures_dir, config.figure_prefix)
+    report = outputs.report
     previous = report.read_text() if report.exists() else ""
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(markdown_report(results, figures, report.parent, kept_conclusions(previous)))
