@@ -2,9 +2,10 @@
 and rliable's interquartile mean and probability of improvement with bootstrap intervals
 (the episodes are the runs; each file is one task).
 
-Any two reports with per-episode values compare: two models, a model before and after
-training, an LLM against a MARL agent (`alemlite eval` and `alemlite eval-llm` write
-the same `episodes` section).
+Any two evaluation results compare: two models, a model before and after training, an LLM
+against a MARL agent (`alemlite eval` and `alemlite eval-llm` write the same `config`,
+`summary` and `episodes` sections). Only results measured under the same environment
+settings and seed protocol compare, unless `--allow-mismatch` says otherwise.
 """
 
 from __future__ import annotations
@@ -12,19 +13,46 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tyro
 
-from alemlite.core.errors import require
-from alemlite.report import read_episodes
+from alemlite.core.errors import ConfigError, require
 from alemlite.stats import bootstrap_ci, compare, iqm_ci, probability_of_improvement_ci
 
 IMPROVEMENT_RESAMPLES = 2_000
 """Bootstrap resamples for P(A > B): each ranks both sides again, so 10,000 would take
 seconds per metric on a thousand episodes (rliable's examples use 2,000 for it too)."""
+
+RESULT_SECTIONS = ("config", "summary", "episodes")
+"""What `alemlite eval` (`write_report`) and `alemlite eval-llm` (summary.json) both write."""
+
+EXPECTED = (
+    "give a result file of `alemlite eval` (its report .json) or `alemlite eval-llm` (summary.json)"
+)
+
+SETTINGS = (
+    "env",
+    "philosophers",
+    "num_agents",
+    "map_size",
+    "max_steps",
+    "mode",
+    "reward",
+    "deadlock_mode",
+    "difficulty",
+    "coordination",
+    "seed",
+)
+"""Settings that make an episode what it is; `seed` is the base of the seed protocol (episode
+i plays seed + i). The number of episodes is left out: unequal samples compare, and each
+metric reports its n."""
+
+NOT_RECORDED = "(not recorded)"
 
 
 @dataclass(frozen=True)
@@ -39,12 +67,172 @@ class CompareConfig:
     """metrics to compare; default: every metric both files have"""
     out: Path | None = None
     """also write the comparison as JSON here"""
+    allow_mismatch: bool = False
+    """compare results measured under different environment settings or seeds (the output
+    lists the settings that differ)"""
+
+    def __post_init__(self) -> None:
+        repeated = sorted({name for name in self.metrics if self.metrics.count(name) > 1})
+        require(
+            not repeated,
+            f"metrics={' '.join(self.metrics)} must name each metric once; "
+            f"repeated: {', '.join(repeated)}",
+        )
 
 
-def compare_results(a: Path, b: Path, metrics: tuple[str, ...] = ()) -> dict[str, dict[str, float]]:
+def read_result(path: Path) -> dict[str, Any]:
+    """The evaluation result in `path`; a ConfigError naming what `path` is when it is not one."""
+    path = Path(path)
+    require(path.exists(), f"{path} does not exist; {EXPECTED}")
+    if path.is_dir():
+        inside = [
+            str(file)
+            for file in sorted({*path.glob("*.json"), *path.glob("*/summary.json")})
+            if _is_result(file)
+        ]
+        hint = f"give a result file inside it: {', '.join(inside[:3])}" if inside else EXPECTED
+        raise ConfigError(f"{path} is a directory; {hint}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not a text file; {EXPECTED}") from None
+    require(text.strip() != "", f"{path} is empty; {EXPECTED}")
+    first_line = text.lstrip().partition("\n")[0]
+    if _is_transcript_header(first_line):
+        summary = path.parent / "summary.json"
+        hint = (
+            f"give the run's result file {summary}"
+            if summary.exists()
+            else f"the run has not finished: rerun its `alemlite eval-llm` command to resume it "
+            f"and write {summary}"
+        )
+        raise ConfigError(f"{path} is an eval-llm transcript (one record a line); {hint}")
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{path} is not JSON ({error.msg}, line {error.lineno}); {EXPECTED}"
+        ) from None
+    if isinstance(body, dict) and "algorithm" in body and "final" in body:
+        raise ConfigError(
+            f"{path} is a training summary (`alemlite train`): test aggregates without "
+            "per-episode values; evaluate the trained policy with `alemlite eval-llm --agents "
+            f"checkpoint:{path.parent / 'policy' / 'best'}` and compare that summary.json"
+        )
+    if isinstance(body, dict) and "metrics" in body and "mismatched_settings" in body:
+        raise ConfigError(f"{path} is a comparison written by `alemlite compare`; {EXPECTED}")
+    missing = [
+        name
+        for name in RESULT_SECTIONS
+        if not (isinstance(body, dict) and isinstance(body.get(name), dict))
+    ]
+    require(
+        not missing,
+        f"{path} is not an evaluation result: it has no {', '.join(missing)} "
+        f"section{'s' if len(missing) > 1 else ''}; {EXPECTED}",
+    )
+    return body
+
+
+def _is_result(path: Path) -> bool:
+    try:
+        read_result(path)
+    except ConfigError:
+        return False
+    return True
+
+
+def _is_transcript_header(line: str) -> bool:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and record.get("type") == "header" and "fingerprint" in record
+
+
+def settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The `SETTINGS` a result records, named alike for `alemlite eval` and `eval-llm`."""
+    named = dict(config)
+    # `alemlite eval craft` calls the team size `agents`, `eval-llm` calls it `num_agents`.
+    if "num_agents" not in named and isinstance(named.get("agents"), int):
+        named["num_agents"] = named["agents"]
+    # `alemlite eval` reports name no environment; their options do.
+    if "env" not in named:
+        if "philosophers" in named:
+            named["env"] = "dining"
+        elif "map_size" in named:
+            named["env"] = "craft"
+    if "difficulty" in named:  # "0.5" on one command line, "0.50" on another
+        named["difficulty"] = _difficulty(named["difficulty"])
+    return {name: named[name] for name in SETTINGS if name in named}
+
+
+def _difficulty(value: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def mismatched_settings(
+    config_a: Mapping[str, Any], config_b: Mapping[str, Any]
+) -> dict[str, list[Any]]:
+    """Each setting whose value differs between two results, as [A's value, B's value].
+
+    A setting only one of them records counts as differing, except where the environments
+    differ: then only the environment and the settings both record are listed.
+    """
+    settings_a, settings_b = settings(config_a), settings(config_b)
+    other_envs = (
+        "env" in settings_a and "env" in settings_b and settings_a["env"] != settings_b["env"]
+    )
+    differing = {}
+    for name in SETTINGS:
+        if name not in settings_a and name not in settings_b:
+            continue
+        if other_envs and (name not in settings_a or name not in settings_b):
+            continue
+        value_a = settings_a.get(name, NOT_RECORDED)
+        value_b = settings_b.get(name, NOT_RECORDED)
+        if value_a != value_b:
+            differing[name] = [value_a, value_b]
+    return differing
+
+
+def format_mismatches(mismatches: Mapping[str, list[Any]]) -> str:
+    """`name A vs B, ...` for one line."""
+    return ", ".join(f"{name} {a} vs {b}" for name, (a, b) in mismatches.items())
+
+
+def check_settings(
+    a: Path, result_a: Mapping[str, Any], b: Path, result_b: Mapping[str, Any], allow: bool
+) -> dict[str, list[Any]]:
+    """The mismatched settings of two results; a ConfigError naming them unless `allow`."""
+    mismatches = mismatched_settings(result_a["config"], result_b["config"])
+    require(
+        allow or not mismatches,
+        f"{a} and {b} were measured under different settings: {format_mismatches(mismatches)}; "
+        "compare results of the same settings, or pass --allow-mismatch to compare them anyway",
+    )
+    return mismatches
+
+
+def compare_results(
+    a: Path, b: Path, metrics: tuple[str, ...] = (), allow_mismatch: bool = False
+) -> dict[str, dict[str, float]]:
+    """Read, check and compare two result files (see `compare_episodes`)."""
+    result_a, result_b = read_result(a), read_result(b)
+    check_settings(a, result_a, b, result_b, allow_mismatch)
+    return compare_episodes(result_a["episodes"], result_b["episodes"], metrics)
+
+
+def compare_episodes(
+    episodes_a: Mapping[str, Any], episodes_b: Mapping[str, Any], metrics: tuple[str, ...] = ()
+) -> dict[str, dict[str, float]]:
     """Per metric: means, bootstrap CIs of each mean, Welch t and p, Hedges' g, U and p,
     the IQM of each side and P(A > B) (ties half), each with a bootstrap interval."""
-    episodes_a, episodes_b = read_episodes(a), read_episodes(b)
+    episodes_a = {name: np.asarray(values) for name, values in episodes_a.items()}
+    episodes_b = {name: np.asarray(values) for name, values in episodes_b.items()}
     common = [name for name in episodes_a if name in episodes_b and np.ndim(episodes_a[name]) == 1]
     chosen = list(metrics) or common
     missing = [name for name in chosen if name not in common]
@@ -145,9 +333,41 @@ def _number(value: float | None) -> str:
 def compare_command(config: CompareConfig) -> dict[str, dict[str, float]]:
     """Compare two result files: Welch's t-test, Hedges' g, bootstrap CIs, Mann-Whitney U,
     IQM and probability of improvement."""
-    results = compare_results(config.a, config.b, config.metrics)
+    result_a, result_b = read_result(config.a), read_result(config.b)
+    mismatches = check_settings(config.a, result_a, config.b, result_b, config.allow_mismatch)
+    replacing = config.out is not None and _check_out(config.out, config.a, config.b)
+    results = compare_episodes(result_a["episodes"], result_b["episodes"], config.metrics)
+    if mismatches:
+        print(f"settings differ (--allow-mismatch): {format_mismatches(mismatches)}\n")
     print(format_comparison(results, str(config.a), str(config.b)))
     if config.out is not None:
+        body = {
+            "a": str(config.a),
+            "b": str(config.b),
+            "settings": {"a": settings(result_a["config"]), "b": settings(result_b["config"])},
+            "mismatched_settings": mismatches,
+            "metrics": results,
+        }
         config.out.parent.mkdir(parents=True, exist_ok=True)
-        config.out.write_text(json.dumps(results, indent=2) + "\n")
+        config.out.write_text(json.dumps(body, indent=2) + "\n")
+        print(f"\n{'replaced' if replacing else 'wrote'} {config.out}")
     return results
+
+
+def _check_out(out: Path, a: Path, b: Path) -> bool:
+    """Whether `out` holds an earlier comparison of the same two files, to be replaced;
+    a ConfigError if it holds anything else, which writing would lose."""
+    if not out.exists():
+        return False
+    require(not out.is_dir(), f"out={out} must be a file path; it is a directory")
+    try:
+        earlier = json.loads(out.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        earlier = None
+    same = isinstance(earlier, dict) and [earlier.get("a"), earlier.get("b")] == [str(a), str(b)]
+    require(
+        same and "metrics" in earlier,
+        f"out={out} must be a new file or an earlier comparison of the same two files; "
+        "it holds something else, which writing would lose: choose another --out",
+    )
+    return True

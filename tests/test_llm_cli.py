@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from alemlite.cli import main
-from alemlite.report import read_episodes
+from alemlite.core.errors import ConfigError
+from alemlite.report import read_episodes, write_report
 from alemlite.stats import hedges_g, mann_whitney_u, welch_t_test
 from llm_bridge.compare import compare_results
 from llm_bridge.transcripts import read_records
@@ -56,7 +57,7 @@ def test_compare_command_matches_the_statistics(sweep, tmp_path, capsys):
     main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp.json")])
     printed = capsys.readouterr().out
     assert "Welch p" in printed and "prompt_tokens" in printed
-    results = json.loads((tmp_path / "cmp.json").read_text())
+    results = json.loads((tmp_path / "cmp.json").read_text())["metrics"]
     tokens_a, tokens_b = read_episodes(a)["prompt_tokens"], read_episodes(b)["prompt_tokens"]
     entry = results["prompt_tokens"]
     assert entry["mean_a"] > entry["mean_b"]  # messages make prompts longer
@@ -71,11 +72,26 @@ def test_compare_reads_any_two_reports(tmp_path):
     rng = np.random.default_rng(0)
     values = {"a": rng.normal(1.0, 1.0, 40), "b": rng.normal(0.0, 1.0, 40)}
     for name, episodes in values.items():
-        body = {"episodes": {"score": episodes.tolist(), "per_seat": [[1, 2]] * 40}}
-        (tmp_path / f"{name}.json").write_text(json.dumps(body))
+        episodes = {"score": episodes, "per_seat": np.ones((40, 2))}
+        write_report(tmp_path / f"{name}.json", {"env": "dining", "seed": 0}, episodes)
     results = compare_results(tmp_path / "a.json", tmp_path / "b.json")
     assert list(results) == ["score"]  # per-seat vectors are not compared
     assert results["score"]["hedges_g"] == pytest.approx(hedges_g(values["a"], values["b"]))
     assert results["score"]["welch_p"] < 0.05
-    with pytest.raises(ValueError, match="not in both files"):
+    with pytest.raises(ConfigError, match="not in both files"):
         compare_results(tmp_path / "a.json", tmp_path / "b.json", ("meals",))
+
+
+def test_an_llm_run_compares_with_an_eval_report_of_the_same_settings(sweep, tmp_path, capsys):
+    out, _ = sweep
+    # `alemlite eval dining` on the sweep's table, steps and seeds, with more episodes.
+    main(["eval", "dining", "--philosophers", "3", "--max-steps", "6", "--episodes", "8",
+          "--out", str(tmp_path)])  # fmt: skip
+    llm, report = out / "base" / "summary.json", tmp_path / "dining_3_resource_ordering_shaped.json"
+    main(["compare", str(llm), str(report), "--out", str(tmp_path / "cmp.json")])
+    written = json.loads((tmp_path / "cmp.json").read_text())
+    assert written["mismatched_settings"] == {}
+    assert written["settings"]["a"] == written["settings"]["b"]
+    assert written["settings"]["b"]["env"] == "dining"
+    assert written["metrics"]["episode_return"]["n_b"] == 8
+    assert "settings differ" not in capsys.readouterr().out
