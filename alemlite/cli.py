@@ -3,16 +3,24 @@
 Each command is a function taking one typed dataclass config; tyro builds its
 command line from the dataclass. Commands are imported only when called, so
 `alemlite --help` stays fast and one command's heavy imports never slow another.
+
+A `ConfigError`, raised while the config is built (its `__post_init__`) or while the
+command runs, is printed as one line naming the flag the user typed, with exit
+status 2; `--debug` shows the traceback instead.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import re
 import sys
 import typing
 from collections.abc import Callable, Sequence
 
 import tyro
+
+from alemlite.core.errors import ConfigError
 
 # command words -> "module:function"
 COMMANDS: dict[tuple[str, ...], str] = {
@@ -32,6 +40,10 @@ COMMANDS: dict[tuple[str, ...], str] = {
 }
 
 
+# the second word of a two-word command, as a person calls it
+SECOND_WORD = {"eval": "environment", "render": "environment", "bench": "benchmark"}
+
+
 def _load(target: str) -> Callable:
     module_name, function_name = target.split(":")
     return getattr(importlib.import_module(module_name), function_name)
@@ -44,22 +56,77 @@ def _usage() -> str:
     )
 
 
+def _unknown(argv: Sequence[str]) -> str:
+    """One line saying which word is not a command, and what would be."""
+    group = [words[1] for words in COMMANDS if words[0] == argv[0] and len(words) > 1]
+    if not group:
+        return f"alemlite: unknown command {argv[0]!r}"
+    noun = SECOND_WORD.get(argv[0], "subcommand")
+    given = f"unknown {noun} {argv[1]!r}" if len(argv) > 1 else f"name the {noun}"
+    return f"alemlite {argv[0]}: {given}; choose one of: {', '.join(sorted(group))}"
+
+
+def _dotted_flags(config_type: type, prefix: str = "") -> dict[str, str]:
+    flags: dict[str, str] = {}
+    hints = typing.get_type_hints(config_type, include_extras=True)
+    for field in dataclasses.fields(config_type):
+        hint = hints[field.name]
+        if tyro.conf.Positional in getattr(hint, "__metadata__", ()):
+            continue
+        dotted = f"{prefix}{field.name}"
+        if dataclasses.is_dataclass(hint):
+            flags.update(_dotted_flags(hint, f"{dotted}."))
+        else:
+            flags[dotted] = "--" + dotted.replace("_", "-")
+    return flags
+
+
+def flag_names(config_type: type) -> dict[str, str]:
+    """Config field -> the flag tyro makes of it (`num_envs` -> `--num-envs`, a nested
+    `ppo.gamma` -> `--ppo.gamma`). A nested field is also found by its own name where that
+    name is unique (its config's own checks know no prefix); positional fields have no flag."""
+    flags = _dotted_flags(config_type)
+    leaves = [name.rsplit(".", 1)[-1] for name in flags if "." in name]
+    for name, flag in list(flags.items()):
+        leaf = name.rsplit(".", 1)[-1]
+        if "." in name and leaves.count(leaf) == 1 and leaf not in flags:
+            flags[leaf] = flag
+    return flags
+
+
+def in_flags(message: str, config_type: type) -> str:
+    """`message` with every `field=` of the config written as the flag the user typed."""
+    flags = flag_names(config_type)
+    names = sorted(flags, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, names)) + r")=")
+    return pattern.sub(lambda match: flags[match.group(1)] + "=", message) if names else message
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [arg for arg in argv if arg != "--debug"]
     matches = [words for words in COMMANDS if tuple(argv[: len(words)]) == words]
     if not matches:
-        print(_usage(), file=sys.stderr)
-        raise SystemExit(0 if not argv or argv[0] in ("-h", "--help") else 2)
+        if not argv or argv[0] in ("-h", "--help"):
+            print(_usage(), file=sys.stderr)
+            raise SystemExit(0)
+        print(f"{_unknown(argv)}\n\n{_usage()}", file=sys.stderr)
+        raise SystemExit(2)
     words = max(matches, key=len)
+    prog = f"alemlite {' '.join(words)}"
     function = _load(COMMANDS[words])
     config_type = typing.get_type_hints(function)["config"]
-    config = tyro.cli(
-        config_type,
-        args=argv[len(words) :],
-        prog=f"alemlite {' '.join(words)}",
-        description=function.__doc__,
-    )
-    function(config)
+    try:
+        config = tyro.cli(
+            config_type, args=argv[len(words) :], prog=prog, description=function.__doc__
+        )
+        function(config)
+    except ConfigError as error:
+        if debug:
+            raise
+        print(f"{prog}: error: {in_flags(str(error), config_type)}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -8,9 +8,13 @@ Craft episode. Everything lands under `--out`.
 
 from __future__ import annotations
 
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+import alemlite
+from alemlite.core.errors import require
 
 
 @dataclass(frozen=True)
@@ -21,10 +25,38 @@ class DemoConfig:
     episodes: int = 300
     philosophers: int = 5
     train_updates: int = 80
+    """IPPO updates of the training part (any positive number)."""
+
+    def __post_init__(self):
+        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        require(self.train_updates >= 1, f"train_updates={self.train_updates} must be at least 1")
+
+
+def _training(config: DemoConfig, run_dir: Path):
+    """The IPPO run, evaluated about four times (and at the end), each time at the end of a
+    compiled chunk: chunks of up to 10 updates that divide the run."""
+    from baselines.common.config import TrainConfig
+
+    updates = config.train_updates
+    chunk = math.gcd(updates, 10)
+    interval = chunk * max(1, round(updates / 4 / chunk))
+    return TrainConfig(
+        algorithm="ippo",
+        philosophers=config.philosophers,
+        num_updates=updates,
+        updates_per_chunk=chunk,
+        num_seeds=2,
+        eval_interval=interval,
+        run_dir=str(run_dir),
+    )
 
 
 def demo(config: DemoConfig) -> None:
     """A few-minute tour of alemlite; prints where every result went."""
+    # Every setting is checked before the first part runs, not minutes later.
+    alemlite.make("dining", num_philosophers=config.philosophers)
+    run_dir = config.out / "ippo-dining"
+    training = _training(config, run_dir)
     config.out.mkdir(parents=True, exist_ok=True)
     print(f"== Dining, N={config.philosophers}: reference policies over {config.episodes} episodes")
     print("   (under the paper reward, eating nothing scores near the top of these policies;")
@@ -43,22 +75,11 @@ def demo(config: DemoConfig) -> None:
 
     print("\n== Dining throughput, a small sweep (the full one: make bench)")
     bench_dining(DiningBenchConfig(table_sizes=(5,), max_log2_envs=12, out_dir=config.out))
-    from baselines.common.config import TrainConfig
     from baselines.train import main as train
 
     print(f"\n== IPPO on dining N={config.philosophers}: a short run that learns")
-    run_dir = config.out / "ippo-dining"
     shutil.rmtree(run_dir, ignore_errors=True)  # each demo trains afresh; it resumes nothing
-    train(
-        TrainConfig(
-            algorithm="ippo",
-            philosophers=config.philosophers,
-            num_updates=config.train_updates,
-            num_seeds=2,
-            eval_interval=max(1, config.train_updates // 4),
-            run_dir=str(run_dir),
-        )
-    )
+    train(training)
 
     from alemlite.envs.craft.render_cli import RenderCraftConfig, render_craft
 

@@ -11,7 +11,7 @@ import alemlite
 from alemlite.core.errors import require
 from alemlite.envs.craft import parse_difficulty
 from alemlite.evaluation import evaluate
-from alemlite.report import format_table, write_report
+from alemlite.report import format_table, report_path, write_report
 
 
 @dataclass(frozen=True)
@@ -29,17 +29,22 @@ class DiningEvalConfig:
     seed: int = 0
     """base seed: episode i uses seed + i"""
     out: Path = Path("runs/eval")
+    """Folder of the report, named by its settings and a fingerprint of all of them."""
+
+    def __post_init__(self):
+        from alemlite.envs.dining.policies import DINING_POLICIES
+
+        require(
+            self.policy in DINING_POLICIES,
+            f"unknown policy {self.policy!r}; choose one of: {', '.join(sorted(DINING_POLICIES))}",
+        )
+        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
 
 
 def eval_dining(config: DiningEvalConfig) -> dict:
     """Evaluate a dining policy and print its metrics with 95% confidence intervals."""
     from alemlite.envs.dining.policies import DINING_POLICIES
 
-    require(
-        config.policy in DINING_POLICIES,
-        f"unknown policy {config.policy!r}; choose one of: {', '.join(sorted(DINING_POLICIES))}",
-    )
-    require(config.episodes >= 1, f"episodes={config.episodes} must be at least 1")
     env = alemlite.make(
         "dining",
         num_philosophers=config.philosophers,
@@ -51,7 +56,8 @@ def eval_dining(config: DiningEvalConfig) -> dict:
     episodes = evaluate(
         env, DINING_POLICIES[config.policy], env.default_params, config.episodes, config.seed
     )
-    path = config.out / f"dining_{config.philosophers}_{config.policy}_{config.reward}.json"
+    label = f"dining_{config.philosophers}_{config.policy}_{config.reward}"
+    path = report_path(config.out, label, dataclasses.asdict(config))
     summary = write_report(path, dataclasses.asdict(config), episodes)
     title = f"dining N={config.philosophers}, policy={config.policy}, reward={config.reward}"
     print(format_table(summary, title))
@@ -75,13 +81,16 @@ class CraftEvalConfig:
     seed: int = 0
     """base seed: episode i uses seed + i"""
     out: Path = Path("runs/eval")
+    """Folder of the report, named by its settings and a fingerprint of all of them."""
+
+    def __post_init__(self):
+        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
 
 
 def eval_craft(config: CraftEvalConfig) -> dict:
     """Evaluate a Craft team and print its achievement metrics with 95% confidence intervals."""
     from alemlite.envs.craft.policies import POLICIES
 
-    require(config.episodes >= 1, f"episodes={config.episodes} must be at least 1")
     difficulty = parse_difficulty(config.difficulty)
     env = alemlite.make(
         "craft",
@@ -93,8 +102,8 @@ def eval_craft(config: CraftEvalConfig) -> dict:
     )
     policy = POLICIES[config.policy](env)
     episodes = evaluate(env, policy, env.default_params, config.episodes, config.seed)
-    name = f"craft_{config.agents}_{config.map_size}_{config.difficulty}_{config.policy}.json"
-    path = config.out / name
+    label = f"craft_{config.agents}_{config.map_size}_{config.difficulty}_{config.policy}"
+    path = report_path(config.out, label, dataclasses.asdict(config))
     summary = write_report(path, dataclasses.asdict(config), episodes)
     title = (
         f"craft P={config.agents}, {config.map_size}x{config.map_size}, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,20 @@ def format_table(summary: Mapping[str, Mapping[str, Any]], title: str = "") -> s
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(([title] if title else []) + lines)
+
+
+def config_fingerprint(config: Mapping[str, Any]) -> str:
+    """A short stable hash of a config (its output location left out)."""
+    decisive = {name: value for name, value in config.items() if name != "out"}
+    text = json.dumps(decisive, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def report_path(out: Path, label: str, config: Mapping[str, Any]) -> Path:
+    """`out/LABEL_FINGERPRINT.json`: runs with other settings never share a file (the label
+    is for people; the fingerprint covers every setting), and a rerun of the same settings
+    replaces its own report."""
+    return Path(out) / f"{label}_{config_fingerprint(config)}.json"
 
 
 def write_report(

@@ -87,7 +87,8 @@ def test_an_llm_run_compares_with_an_eval_report_of_the_same_settings(sweep, tmp
     # `alemlite eval dining` on the sweep's table, steps and seeds, with more episodes.
     main(["eval", "dining", "--philosophers", "3", "--max-steps", "6", "--episodes", "8",
           "--out", str(tmp_path)])  # fmt: skip
-    llm, report = out / "base" / "summary.json", tmp_path / "dining_3_resource_ordering_shaped.json"
+    llm = out / "base" / "summary.json"
+    (report,) = tmp_path.glob("dining_3_resource_ordering_shaped_*.json")
     main(["compare", str(llm), str(report), "--out", str(tmp_path / "cmp.json")])
     written = json.loads((tmp_path / "cmp.json").read_text())
     assert written["mismatched_settings"] == {}

@@ -1,8 +1,13 @@
 """Errors raised when an environment or run is configured wrongly."""
 
 
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the value and the fix."""
+class ConfigError(Exception):
+    """A configuration value is invalid; the message names the value and the fix.
+
+    Not a `ValueError`: the command line's parser (tyro) reports value errors raised while
+    it builds a config as parse failures in its own words, and this error must reach the
+    `alemlite` command, which prints its message in one line under the flag the user typed.
+    """
 
 
 def require(condition: bool, message: str) -> None:
