@@ -4,11 +4,20 @@ Requests that arrive together (the runner asks every live agent of a step at onc
 are gathered and generated in batches of `batch_size` with left padding, on a worker
 thread so the event loop stays free. Install with `pip install -e ".[hf]"` (pin a
 CPU build of torch first where that matters).
+
+With a seed, sampling (temperature > 0) is reproducible: each batch draws from torch's
+generator seeded from the seed and the batch's prompts, so the same seed and the same
+requests, batched alike, give the same replies, while different prompts get different
+draws. The process-wide generator is saved and restored around each batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +33,12 @@ class HFConfig:
     batch_size: int = 16
     device: str = "cpu"
     dtype: str = "auto"
+    seed: int | None = None  # sampling seed for every request that brings none of its own
+
+
+# torch samples from one process-wide generator: one sampling batch at a time, so that a
+# seeded batch's draws are not taken by another backend's batch on another thread.
+_SAMPLING = threading.Lock()
 
 
 def _plain_chat(messages: ChatMessages) -> str:
@@ -36,7 +51,7 @@ class HFBackend:
         self.config = config
         self.name = config.model
         self._model, self._tokenizer = model, tokenizer
-        self._pending: list[tuple[ChatMessages, asyncio.Future]] = []
+        self._pending: list[tuple[ChatMessages, int | None, asyncio.Future]] = []
         self._flush_scheduled = False
         self.generate_calls = 0
 
@@ -59,7 +74,7 @@ class HFBackend:
 
     async def complete(self, messages: ChatMessages, seed: int | None = None) -> Completion:
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((messages, future))
+        self._pending.append((messages, self.config.seed if seed is None else seed, future))
         if not self._flush_scheduled:
             # Runs after every request already scheduled in this step has queued itself.
             self._flush_scheduled = True
@@ -68,19 +83,26 @@ class HFBackend:
 
     async def _flush(self) -> None:
         pending, self._pending, self._flush_scheduled = self._pending, [], False
+        by_seed: dict[int | None, list[tuple[ChatMessages, asyncio.Future]]] = {}
+        for messages, seed, future in pending:  # a batch samples under one seed
+            by_seed.setdefault(seed, []).append((messages, future))
         size = self.config.batch_size
-        for start in range(0, len(pending), size):
-            batch = pending[start : start + size]
-            try:
-                completions = await asyncio.to_thread(self._generate, [m for m, _ in batch])
-            except Exception as error:  # a failed batch is counted by the runner, not raised
-                completions = [Completion(text="", error=f"{type(error).__name__}: {error}")] * len(
-                    batch
-                )
-            for (_, future), completion in zip(batch, completions, strict=True):
-                future.set_result(completion)
+        for seed, requests in by_seed.items():
+            for start in range(0, len(requests), size):
+                batch = requests[start : start + size]
+                try:
+                    completions = await asyncio.to_thread(
+                        self._generate, [m for m, _ in batch], seed
+                    )
+                except Exception as error:  # a failed batch is counted by the runner, not raised
+                    failed = Completion(text="", error=f"{type(error).__name__}: {error}")
+                    completions = [failed] * len(batch)
+                for (_, future), completion in zip(batch, completions, strict=True):
+                    future.set_result(completion)
 
-    def _generate(self, conversations: list[ChatMessages]) -> list[Completion]:
+    def _generate(
+        self, conversations: list[ChatMessages], seed: int | None = None
+    ) -> list[Completion]:
         import torch
 
         self._load()
@@ -101,7 +123,7 @@ class HFBackend:
             else {"do_sample": False}
         )
         started = time.perf_counter()
-        with torch.no_grad():
+        with _sampling_rng(model.device, sampling["do_sample"], seed, prompts), torch.no_grad():
             output = model.generate(
                 **encoded,
                 max_new_tokens=self.config.max_new_tokens,
@@ -129,3 +151,29 @@ class HFBackend:
 
     async def close(self) -> None:
         pass
+
+
+@contextlib.contextmanager
+def _sampling_rng(device: Any, sampling: bool, seed: int | None, prompts: list[str]):
+    """Greedy decoding draws nothing; sampling holds the generator, seeded if asked."""
+    if not sampling:
+        yield
+        return
+    import torch
+
+    # `manual_seed` seeds every accelerator of the process: save and restore them all.
+    devices = (
+        {"devices": []}
+        if device.type == "cpu"
+        else {
+            "devices": list(range(getattr(torch, device.type).device_count())),
+            "device_type": device.type,
+        }
+    )
+    with _SAMPLING, torch.random.fork_rng(enabled=seed is not None, **devices):
+        if seed is not None:
+            # From the seed and the prompts: reproducible, yet no two different batches
+            # (say, two steps of an episode) reuse the same draws.
+            digest = hashlib.sha256(json.dumps([seed, prompts]).encode()).digest()
+            torch.manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+        yield
