@@ -57,8 +57,9 @@ def eval_dining(config: DiningEvalConfig) -> dict:
         env, DINING_POLICIES[config.policy], env.default_params, config.episodes, config.seed
     )
     label = f"dining_{config.philosophers}_{config.policy}_{config.reward}"
-    path = report_path(config.out, label, dataclasses.asdict(config))
-    summary = write_report(path, dataclasses.asdict(config), episodes)
+    settings = {"env": "dining", **dataclasses.asdict(config)}
+    path = report_path(config.out, label, settings)
+    summary = write_report(path, settings, episodes)
     title = f"dining N={config.philosophers}, policy={config.policy}, reward={config.reward}"
     print(format_table(summary, title))
     print(f"\nwrote {path}")
@@ -103,8 +104,9 @@ def eval_craft(config: CraftEvalConfig) -> dict:
     policy = POLICIES[config.policy](env)
     episodes = evaluate(env, policy, env.default_params, config.episodes, config.seed)
     label = f"craft_{config.agents}_{config.map_size}_{config.difficulty}_{config.policy}"
-    path = report_path(config.out, label, dataclasses.asdict(config))
-    summary = write_report(path, dataclasses.asdict(config), episodes)
+    settings = {"env": "craft", **dataclasses.asdict(config)}
+    path = report_path(config.out, label, settings)
+    summary = write_report(path, settings, episodes)
     title = (
         f"craft P={config.agents}, {config.map_size}x{config.map_size}, "
         f"difficulty={config.difficulty}, team={config.policy}"
