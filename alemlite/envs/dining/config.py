@@ -13,6 +13,7 @@ import numpy as np
 from flax import struct
 
 from alemlite.core.errors import ConfigError, require
+from alemlite.envs.dining.max_meals import require_in_range
 
 SIMULTANEOUS, SEQUENTIAL = "simultaneous", "sequential"
 MODES = (SIMULTANEOUS, SEQUENTIAL)
@@ -75,6 +76,9 @@ class DiningConfig:
             "reward='paper' needs mode='simultaneous': its max_meals budget does not bound "
             "sequential play; use reward='shaped' with mode='sequential'",
         )
+        if self.reward == PAPER:
+            require_in_range("num_philosophers", self.num_philosophers)
+            require_in_range("max_philosophers", self.max_philosophers)
         _require_int(self.num_message_tokens, "num_message_tokens")
         require(
             self.num_message_tokens >= 0,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from alemlite.core.environment import Environment, StepResult, TimeLimit
 from alemlite.envs.dining import observation, rewards, rules
@@ -27,9 +30,6 @@ class DiningEnv(Environment[DiningState, DiningParams]):
 
     def __init__(self, config: DiningConfig):
         self.config = config
-        table, per_period = max_meals_table(config.max_philosophers)
-        self._max_meals_table = jnp.asarray(table)
-        self._max_meals_per_period = jnp.asarray(per_period)
 
     # ---- static description -------------------------------------------------
     @property
@@ -80,12 +80,13 @@ class DiningEnv(Environment[DiningState, DiningParams]):
 
     def max_meals(self, params: DiningParams) -> jax.Array:
         """Most meals a table of `num_philosophers` can eat in `max_steps` (see `max_meals.py`)."""
-        return lookup_max_meals(
-            self._max_meals_table,
-            self._max_meals_per_period,
-            params.num_philosophers,
-            params.max_steps,
-        )
+        return lookup_max_meals(self._max_meals_table, params.num_philosophers, params.max_steps)
+
+    @functools.cached_property
+    def _max_meals_table(self) -> np.ndarray:
+        # Built on first use: only the `paper` reward needs it (a host array, so that a
+        # first use inside a traced step leaves no tracer behind).
+        return max_meals_table(self.config.max_philosophers)
 
     # ---- dynamics ------------------------------------------------------------
     def generate(self, key: jax.Array, params: DiningParams) -> DiningState:
