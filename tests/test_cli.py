@@ -76,6 +76,8 @@ def test_errors_name_the_flags_the_user_typed(capsys):
     assert error == "alemlite train: error: --ppo.gamma=2.0 must lie in [0, 1]\n"
     error = _refusal(["eval", "dining", "--episodes", "0"], capsys)
     assert error == "alemlite eval dining: error: --episodes=0 must be at least 1\n"
+    error = _refusal(["eval", "dining", "--philosophers", "1"], capsys)  # the environment's check
+    assert error.startswith("alemlite eval dining: error: --philosophers=1 is too small")
 
 
 def test_flags_follow_tyro_and_skip_positionals():

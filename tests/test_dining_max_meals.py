@@ -189,3 +189,8 @@ def test_shaped_tables_need_no_budget():
     assert env.num_agents == too_many
     with pytest.raises(ConfigError, match=rf"^max_philosophers={too_many} must be at most "):
         env.max_meals(env.default_params)
+
+
+def test_tables_whose_meal_count_could_overflow_are_refused():
+    with pytest.raises(ConfigError, match=r"max_steps=50000 at num_philosophers=100000"):
+        alemlite.make("dining", num_philosophers=100_000, max_steps=50_000)

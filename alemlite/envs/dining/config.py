@@ -86,6 +86,12 @@ class DiningConfig:
         )
         _require_int(self.max_steps, "max_steps")
         require(self.max_steps >= 1, f"max_steps={self.max_steps} must be at least 1")
+        # Meal counts are int32: a table's total meals (at most N * T / 2) must fit.
+        require(
+            self.max_philosophers * self.max_steps < 2**32,
+            f"max_steps={self.max_steps} at num_philosophers={self.max_philosophers} could "
+            "count more meals than int32 holds; keep num_philosophers * max_steps below 2**32",
+        )
         _require_int(self.backoff_steps, "backoff_steps")
         require(
             self.backoff_steps >= 0,
