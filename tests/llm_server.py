@@ -5,6 +5,11 @@ and answers in the chat-completions format, with token usage. `GET /v1/models`
 lists one model. Faults are injected on the first attempt of chosen requests (so
 that a retry succeeds, and a run with retries gives the same answers as one without):
 a request whose body hash lands in a fault's share gets that fault once.
+
+Outages, by request count rather than by hash: every chat request (or the first K) may
+be answered with one HTTP status (`Faults.status`); the server may die after N chat
+requests (`Faults.die_after`: from then on every connection is dropped unanswered);
+`stop()` takes it down and `restart()` brings it back on the same port.
 Bound to 127.0.0.1 on a free port; serves only while the context is open.
 """
 
@@ -38,6 +43,11 @@ class Faults:
     malformed: float = 0.0
     slow_s: float = 0.05
     transient: bool = True  # False: a faulty request fails on every attempt
+    status: int = 0  # answer chat requests with this HTTP status (0: never)
+    status_first: int | None = None  # only the first K chat requests get it (None: all)
+    status_message: str = "refused by the test server"
+    retry_after: str = "0"  # the Retry-After header of a 429 or 503 `status`
+    die_after: int | None = None  # the server goes down after this many chat requests
 
     def pick(self, body: bytes) -> str | None:
         """The fault for a request body, from its hash: the same body always gets the same one."""
@@ -52,11 +62,14 @@ class Faults:
 
 @dataclass
 class ServerLog:
-    requests: int = 0
+    requests: int = 0  # chat requests received while up (answered, faulty or refused)
     faults: Counter = field(default_factory=Counter)
     seen: Counter = field(default_factory=Counter)
     in_flight: int = 0
     max_in_flight: int = 0
+    refused: int = 0  # chat requests answered with `Faults.status`
+    dropped_down: int = 0  # requests dropped while the server was down
+    order: list[str] = field(default_factory=list)  # each chat request's last message
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -74,7 +87,11 @@ class ChatServer:
         self.reply = reply
         self.faults = faults or Faults()
         self.log = ServerLog()
-        self._server = _LoopbackServer(("127.0.0.1", 0), self._handler())
+        self.down = False
+        self._bind(0)
+
+    def _bind(self, port: int) -> None:
+        self._server = _LoopbackServer(("127.0.0.1", port), self._handler())
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -89,9 +106,23 @@ class ChatServer:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self.stop()
+
+    def stop(self) -> None:
+        """Down: no new connection is accepted, and open ones are dropped unanswered."""
+        self.down = True
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(timeout=5)
+
+    def restart(self) -> None:
+        """Back up on the same port, with the same log; `die_after` no longer applies."""
+        self.stop()
+        self.faults.die_after = None
+        self._bind(self._server.server_address[1])
+        self.down = False
+        self._thread.start()
 
     def _handler(self):
         server = self
@@ -113,8 +144,14 @@ class ChatServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _drop(self) -> None:
+                self.close_connection = True
+                self.connection.shutdown(2)  # the socket, mid-request, no reply
+
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
+                if server.down:
+                    self._drop()
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(
                         200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
                     )
@@ -136,9 +173,32 @@ class ChatServer:
                         server.log.in_flight -= 1
 
             def _answer(self, body: bytes) -> None:
-                fault = server.faults.pick(body)
+                faults = server.faults
                 with server.log.lock:
-                    server.log.requests += 1
+                    if faults.die_after is not None and len(server.log.order) >= faults.die_after:
+                        server.down = True
+                    if server.down:
+                        server.log.dropped_down += 1
+                    else:
+                        server.log.requests += 1
+                        server.log.order.append(json.loads(body)["messages"][-1]["content"])
+                        count = len(server.log.order)
+                        refuse = faults.status and (
+                            faults.status_first is None or count <= faults.status_first
+                        )
+                        server.log.refused += bool(refuse)
+                if server.down:
+                    self._drop()
+                    return
+                if refuse:
+                    self._send(
+                        faults.status,
+                        {"error": {"message": faults.status_message, "code": faults.status}},
+                        {"Retry-After": faults.retry_after},
+                    )
+                    return
+                fault = faults.pick(body)
+                with server.log.lock:
                     first_attempt = server.log.seen[body] == 0
                     server.log.seen[body] += 1
                     repeat = fault == "malformed" or not server.faults.transient
@@ -153,8 +213,7 @@ class ChatServer:
                     self._send(500, {"error": {"message": "boom"}})
                     return
                 if fault == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(2)  # the socket, mid-request, no reply
+                    self._drop()
                     return
                 if fault == "slow":
                     time.sleep(server.faults.slow_s)
