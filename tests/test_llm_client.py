@@ -1,9 +1,12 @@
 """The OpenAI-compatible client against a real loopback server, faults and all."""
 
 import asyncio
+import re
 
 import pytest
 
+from alemlite.core.errors import ConfigError
+from llm_bridge.clients.base import ModelServerError
 from llm_bridge.clients.openai_backend import BackendUnreachable, OpenAIBackend, OpenAIConfig
 from tests.llm_server import ChatServer, Faults
 
@@ -63,3 +66,51 @@ def test_unreachable_server_gives_a_clear_error():
     with pytest.raises(BackendUnreachable, match="no OpenAI-compatible server answers at"):
         asyncio.run(client.check())
     asyncio.run(client.close())
+
+
+def test_a_request_backing_off_leaves_its_slot_to_others():
+    """One slot: the first request is rate limited (Retry-After 1 s); while it waits, the
+    second one is sent, and only then the first one again."""
+    faults = Faults(status=429, status_first=1, retry_after="1")
+    with ChatServer(echo, faults) as server:
+        client = backend(server.base_url, concurrency=1, backoff_max_s=1.0)
+        first, second = asyncio.run(ask_many(client, 2))
+    assert server.log.order == ["q0", "q1", "q0"]
+    assert first.attempts == 2 and second.attempts == 1
+    assert not first.failed and not second.failed
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_a_refused_request_raises_at_once(status):
+    faults = Faults(status=status, status_message="no such model: scripted")
+    with ChatServer(echo, faults) as server, pytest.raises(ModelServerError) as caught:
+        asyncio.run(ask_many(backend(server.base_url, max_retries=4), 1))
+    assert str(caught.value).startswith(
+        f"the model server at {server.base_url}/chat/completions answered {status} for model "
+        "'scripted': no such model: scripted; "
+    )
+    assert server.log.requests == 1  # not retried
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503])
+def test_transient_statuses_are_retried(status):
+    with ChatServer(echo, Faults(status=status, status_first=2)) as server:
+        [completion] = asyncio.run(ask_many(backend(server.base_url, max_retries=2), 1))
+    assert not completion.failed and completion.attempts == 3
+    assert server.log.requests == 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("concurrency", 0, "concurrency=0 must be at least 1"),
+        ("max_retries", -1, "max_retries=-1 must be 0 or more"),
+        ("timeout_s", 0.0, "timeout_s=0.0 must be a positive number of seconds"),
+        ("max_tokens", 0, "max_tokens=0 must be at least 1"),
+        ("temperature", -0.5, "temperature=-0.5 must be a finite number >= 0"),
+        ("base_urls", (), "base_urls=() is empty"),
+    ],
+)
+def test_the_client_config_is_checked_when_built(field, value, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        OpenAIConfig(**{field: value})

@@ -1,11 +1,19 @@
-"""What every model backend returns, and the interface the runner calls."""
+"""What every model backend returns, the interface the runner calls, and its one fatal error."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
 
+from alemlite.core.errors import ConfigError
+
 ChatMessages = list[dict[str, str]]
+
+
+class ModelServerError(ConfigError):
+    """The model server refuses the run's requests (a wrong key, URL or model name): no
+    retry helps, so the run stops at once. A `ConfigError`, so that the `alemlite` command
+    prints the message in one line and exits with status 2."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +34,12 @@ class Completion:
 
 
 class Backend(Protocol):
-    """A chat model: `complete` is called concurrently by the runner."""
+    """A chat model: `complete` is called concurrently by the runner.
+
+    `complete` returns a failed `Completion` for a request that may succeed later (the
+    runner counts it, and a resumed run asks it again), and raises `ModelServerError`
+    when the server refuses the requests themselves.
+    """
 
     name: str
 

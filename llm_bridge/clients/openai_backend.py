@@ -4,14 +4,18 @@ Several base URLs may be given: each request goes to the server with the fewest
 requests in flight, so one evaluation can spread over many servers. A semaphore caps
 the requests in flight overall. Rate limits (429), server errors (5xx), timeouts and
 dropped connections are retried with exponential backoff and jitter (honouring
-`Retry-After`); other errors, and a request whose retries run out, come back as a
-failed `Completion` for the runner to count, so that one bad request never ends a run.
+`Retry-After`); a request waits out its back-off without holding its slot. A request
+whose retries run out comes back as a failed `Completion` for the runner to count (and
+for a resumed run to ask again). Any other 4xx (a wrong key, URL or model name, a
+malformed request) is the same for every request, so it raises `ModelServerError`, which
+stops the run at once with the status, URL, model and the server's own words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import random
 import time
@@ -19,12 +23,15 @@ from dataclasses import dataclass
 
 import openai
 
-from llm_bridge.clients.base import ChatMessages, Completion
+from alemlite.core.errors import require
+from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError
 
-_RETRIED = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
+# Statuses worth another attempt (as the openai client's own policy): request timeout,
+# conflict, rate limit, and every 5xx.
+_RETRIED_STATUSES = (408, 409, 429)
 
 
-class BackendUnreachable(RuntimeError):
+class BackendUnreachable(ModelServerError):
     """No server answers at a configured base URL."""
 
 
@@ -44,11 +51,23 @@ class OpenAIConfig:
     backoff_s: float = 0.5  # first retry waits about this long; doubles each time
     backoff_max_s: float = 30.0
 
+    def __post_init__(self) -> None:
+        require(bool(self.base_urls), "base_urls=() is empty; pass at least one --base-url")
+        require(self.concurrency >= 1, f"concurrency={self.concurrency} must be at least 1")
+        require(self.max_retries >= 0, f"max_retries={self.max_retries} must be 0 or more")
+        require(self.max_tokens >= 1, f"max_tokens={self.max_tokens} must be at least 1")
+        require(
+            math.isfinite(self.temperature) and self.temperature >= 0,
+            f"temperature={self.temperature} must be a finite number >= 0",
+        )
+        for name in ("timeout_s", "backoff_max_s"):
+            value = getattr(self, name)
+            require(value > 0, f"{name}={value} must be a positive number of seconds")
+        require(self.backoff_s >= 0, f"backoff_s={self.backoff_s} must be 0 or more seconds")
+
 
 class OpenAIBackend:
     def __init__(self, config: OpenAIConfig):
-        if not config.base_urls:
-            raise ValueError("OpenAIConfig.base_urls is empty; pass at least one --base-url")
         self.config = config
         self.name = config.model
         self._api_key = os.environ.get(config.api_key_env) or "EMPTY"
@@ -85,9 +104,7 @@ class OpenAIBackend:
                     "ending in /v1 as --base-url"
                 ) from error
             except openai.AuthenticationError as error:
-                raise BackendUnreachable(
-                    f"the server at {base_url} refused the API key; set ${self.config.api_key_env}"
-                ) from error
+                raise self._refused(error) from error
             except openai.APIStatusError:
                 pass  # reachable; some servers do not list models
 
@@ -96,8 +113,8 @@ class OpenAIBackend:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         seed = self.config.seed if seed is None else seed
         last_error = ""
-        async with self._semaphore:
-            for attempt in range(1, self.config.max_retries + 2):
+        for attempt in range(1, self.config.max_retries + 2):
+            async with self._semaphore:
                 base_url = self._pick_server()
                 self._in_flight[base_url] += 1
                 started = time.perf_counter()
@@ -109,20 +126,43 @@ class OpenAIBackend:
                         max_tokens=self.config.max_tokens,
                         **({"seed": seed} if seed is not None else {}),
                     )
-                except _RETRIED as error:
-                    last_error = _describe(error)
-                    if attempt <= self.config.max_retries:
-                        await asyncio.sleep(self._backoff(attempt, error))
-                    continue
-                except openai.OpenAIError as error:
+                except openai.APIStatusError as error:
+                    retried = error.status_code >= 500 or error.status_code in _RETRIED_STATUSES
+                    if not retried and error.status_code >= 400:
+                        raise self._refused(error) from error
+                    if not retried:  # an odd status (1xx, 3xx): count it, do not insist
+                        return Completion(
+                            text="", attempts=attempt, error=_describe(error), server=base_url
+                        )
+                    failure: Exception = error
+                except openai.APIConnectionError as error:  # timeouts too
+                    failure = error
+                except openai.OpenAIError as error:  # e.g. a body that is no chat completion
                     return Completion(
                         text="", attempts=attempt, error=_describe(error), server=base_url
                     )
+                else:
+                    return _completion(response, time.perf_counter() - started, attempt, base_url)
                 finally:
                     self._in_flight[base_url] -= 1
-                return _completion(response, time.perf_counter() - started, attempt, base_url)
+            last_error = _describe(failure)
+            if attempt <= self.config.max_retries:
+                # Outside the semaphore: a request waiting out its back-off frees its slot.
+                await asyncio.sleep(self._backoff(attempt, failure))
         return Completion(
             text="", attempts=self.config.max_retries + 1, error=f"retries exhausted: {last_error}"
+        )
+
+    def _refused(self, error: openai.APIStatusError) -> ModelServerError:
+        status = error.status_code
+        hint = {
+            401: f"set ${self.config.api_key_env} to a key the server accepts (--api-key-env)",
+            403: "the API key may not use this model; check the key and --model",
+            404: "check --model against the server's model list and --base-url (ending in /v1)",
+        }.get(status, "check --model, --max-tokens and the prompt length (--history)")
+        return ModelServerError(
+            f"the model server at {error.request.url} answered {status} for model "
+            f"{self.config.model!r}: {_server_message(error)}; {hint}"
         )
 
     def _backoff(self, attempt: int, error: Exception) -> float:
@@ -143,6 +183,15 @@ class OpenAIBackend:
 def _describe(error: Exception) -> str:
     status = getattr(error, "status_code", None)
     return f"{type(error).__name__}{f' {status}' if status else ''}: {error}"[:300]
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    """The server's own words, on one line."""
+    body = error.body
+    if isinstance(body, dict):
+        body = body.get("message") or body.get("detail") or body
+    text = str(body) if body else error.response.text
+    return " ".join(text.split())[:300] or "(no message)"
 
 
 def _completion(response, latency_s: float, attempts: int, server: str) -> Completion:
