@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -10,12 +11,14 @@ from typing import Any, Literal
 import alemlite
 from alemlite.core.errors import require
 from alemlite.envs.craft import parse_difficulty
+from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.dining.config import DiningConfig
 from llm_bridge.agents import build_team
 from llm_bridge.clients.base import Backend
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.compare import CompareConfig, compare_command
 from llm_bridge.render.base import PromptOptions
-from llm_bridge.runner import RunConfig, run_evaluation
+from llm_bridge.runner import InvalidRun, RunConfig, run_evaluation
 
 # Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -83,11 +86,67 @@ class EvalLLMConfig:
     concurrency: int = 64
     timeout_s: float = 120.0
     max_retries: int = 6
+    """retries of a request after a rate limit, 5xx, timeout or dropped connection"""
+    max_failed_fraction: float = 0.01
+    """the most LLM turns (as a share) that may still fail after retries in a valid run; past
+    it the run is marked not valid and the command fails"""
     input_price_per_mtok: float = 0.0
     output_price_per_mtok: float = 0.0
     out: Path = Path("runs/llm")
     resume: bool = True
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        # Every number is checked here, before anything is built or asked.
+        require(bool(self.base_url), "base_url=() is empty; pass at least one endpoint")
+        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        require(self.max_steps >= 1, f"max_steps={self.max_steps} must be at least 1")
+        require(
+            self.history is None or self.history >= 0,
+            f"history={self.history} must be 0 or more",
+        )
+        require(self.max_tokens >= 1, f"max_tokens={self.max_tokens} must be at least 1")
+        require(
+            math.isfinite(self.temperature) and self.temperature >= 0,
+            f"temperature={self.temperature} must be a finite number >= 0",
+        )
+        require(self.concurrency >= 1, f"concurrency={self.concurrency} must be at least 1")
+        require(
+            math.isfinite(self.timeout_s) and self.timeout_s > 0,
+            f"timeout_s={self.timeout_s} must be a positive number of seconds",
+        )
+        require(self.max_retries >= 0, f"max_retries={self.max_retries} must be 0 or more")
+        require(
+            0.0 <= self.max_failed_fraction <= 1.0,
+            f"max_failed_fraction={self.max_failed_fraction} must lie in [0, 1] "
+            "(0: any failed turn makes the run not valid)",
+        )
+        for name in ("input_price_per_mtok", "output_price_per_mtok"):
+            value = getattr(self, name)
+            require(math.isfinite(value) and value >= 0, f"{name}={value} must be a number >= 0")
+        require(self.hf_batch_size >= 1, f"hf_batch_size={self.hf_batch_size} must be at least 1")
+        for ablation in self.ablation:
+            require(
+                ablation in ABLATIONS or ablation.startswith("variant="),
+                f"unknown ablation {ablation!r}; choose from: {', '.join(ABLATIONS)}, variant=NAME",
+            )
+        # The environment's own checks (the command names their fields by its flags).
+        if self.env == "dining":
+            DiningConfig(
+                num_philosophers=self.philosophers,
+                max_steps=self.max_steps,
+                mode=self.mode,
+                reward=self.reward,
+                deadlock_mode=self.deadlock_mode,
+            )
+        else:
+            CraftConfig(
+                num_agents=self.num_agents,
+                map_size=self.map_size,
+                max_steps=self.max_steps,
+                difficulty=parse_difficulty(self.difficulty),
+                coordination=self.coordination,
+            )
 
 
 def build_env(config: EvalLLMConfig):
@@ -181,6 +240,7 @@ def eval_llm(config: EvalLLMConfig) -> dict[str, dict]:
             progress=config.progress,
             input_price_per_mtok=config.input_price_per_mtok,
             output_price_per_mtok=config.output_price_per_mtok,
+            max_failed_fraction=config.max_failed_fraction,
         )
         env_options = (
             ("philosophers", "mode", "reward", "deadlock_mode")
@@ -196,7 +256,11 @@ def eval_llm(config: EvalLLMConfig) -> dict[str, dict]:
             "model_seed": config.model_seed,
             "ablation": ablation,
         }
-        report = run_evaluation(env, renderer, team, options, run_config, describe=describe)
+        try:
+            report = run_evaluation(env, renderer, team, options, run_config, describe=describe)
+        except InvalidRun as error:
+            print(error.report["table"])  # what was counted; the command then fails in one line
+            raise
         print(report["table"])
         print(f"\nwrote {run_config.out / 'summary.json'}\n")
         reports[ablation] = report

@@ -8,8 +8,14 @@ builds every prompt. Finished episodes stop asking. Scripted and MARL agents act
 inside the compiled step, so teams can mix them with LLM seats.
 
 Every request and response goes to the transcript as it happens; rerunning with the
-same configuration and output folder resumes: responses already in the transcript are
-reused (never asked again), and the rest of the run continues from there.
+same configuration and output folder resumes: answered responses already in the
+transcript are reused (never asked again) where the replay asks the same prompt, failed
+requests are asked again, and the rest of the run continues from there.
+
+A run is valid only if at most `max_failed_fraction` of its LLM turns failed (their
+agents did the no-op). A run past it writes its summary with `"valid": false` and the
+reason, and raises `InvalidRun`; once the failures so far exceed that share of the most
+turns the run could take, it stops there rather than play on with no-ops.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import math
+import sys
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +39,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from alemlite.core.environment import Environment
-from alemlite.core.errors import require
+from alemlite.core.errors import ConfigError, require
 from alemlite.evaluation import episode_keys, step_keys
 from alemlite.report import format_table
 from alemlite.stats import summarise
@@ -39,7 +47,26 @@ from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
 from llm_bridge.clients.base import ChatMessages, Completion
 from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply
 from llm_bridge.render.base import PromptOptions, Renderer
-from llm_bridge.transcripts import Transcript
+from llm_bridge.transcripts import (
+    OutputLock,
+    Transcript,
+    prompt_digest,
+    set_aside,
+    write_file,
+)
+
+RUN_FILES = ("transcript.jsonl", "transcript.jsonl.torn", "summary.json", "summary.txt")
+
+
+class InvalidRun(ConfigError):
+    """Too many LLM turns failed for the run to count; `report` is what was written.
+
+    A `ConfigError`, so that the `alemlite` command prints it in one line (status 2).
+    """
+
+    def __init__(self, message: str, report: dict[str, Any]):
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass(frozen=True)
@@ -56,6 +83,18 @@ class RunConfig:
     input_price_per_mtok: float = 0.0
     """price of a million prompt tokens, for the cost column"""
     output_price_per_mtok: float = 0.0
+    max_failed_fraction: float = 0.01
+    """the most LLM turns (as a share) that may fail, after retries, in a valid run"""
+
+    def __post_init__(self) -> None:
+        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        require(
+            0.0 <= self.max_failed_fraction <= 1.0,
+            f"max_failed_fraction={self.max_failed_fraction} must lie in [0, 1]",
+        )
+        for name in ("input_price_per_mtok", "output_price_per_mtok"):
+            value = getattr(self, name)
+            require(math.isfinite(value) and value >= 0, f"{name}={value} must be a number >= 0")
 
 
 @dataclass
@@ -81,6 +120,7 @@ class _Usage:
     methods: Counter = dataclasses.field(default_factory=Counter)
     attempts: int = 0
     reused: int = 0
+    last_error: str = ""
 
     def __post_init__(self) -> None:
         for name in ("turns", "parsed", "failed_requests", "prompt_tokens", "completion_tokens"):
@@ -96,8 +136,30 @@ class _Usage:
         self.methods[turn.reply.method] += 1
         self.attempts += completion.attempts
         self.reused += reused
-        if not completion.failed:
+        if completion.failed:
+            self.last_error = completion.error
+        else:
             self.latencies.append(completion.latency_s)
+
+    def counts(self) -> dict[str, int]:
+        """LLM turns: answered, failed (no answer after retries), unparsed (answered, no action)."""
+        total, failed = int(self.turns.sum()), int(self.failed_requests.sum())
+        answered = total - failed
+        return {
+            "total": total,
+            "answered": answered,
+            "failed": failed,
+            "unparsed": answered - int(self.parsed.sum()),
+        }
+
+
+def _headline(counts: dict[str, int]) -> str:
+    if not counts["total"]:
+        return "LLM turns: none (no LLM seat played)"
+    return (
+        f"LLM turns: {counts['answered']} answered, {counts['failed']} failed, "
+        f"{counts['unparsed']} unparsed (of {counts['total']})"
+    )
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -155,6 +217,29 @@ class _BatchProgram:
         )
 
 
+# Compiled batch programs, kept for later runs in this process (an ablation sweep, tests):
+# one environment, parameter values and set of policy seats always compile the same.
+_PROGRAMS: OrderedDict[tuple, tuple[Environment, tuple[Agent, ...], _BatchProgram]] = OrderedDict()
+_PROGRAMS_KEPT = 4
+
+
+def _batch_program(env: Environment, params: Any, team: Sequence[Agent]) -> _BatchProgram:
+    leaves, treedef = jax.tree.flatten(jax.device_get(params))
+    values = tuple(
+        (np.asarray(leaf).dtype.str, np.shape(leaf), np.asarray(leaf).tobytes()) for leaf in leaves
+    )
+    seats = tuple(id(agent) if isinstance(agent, PolicyAgent) else None for agent in team)
+    key = (id(env), str(treedef), values, seats)
+    if key not in _PROGRAMS:
+        # The entry holds the environment and policy agents, so that their ids stay theirs.
+        policies = tuple(agent for agent in team if isinstance(agent, PolicyAgent))
+        _PROGRAMS[key] = (env, policies, _BatchProgram(env, params, team))
+        while len(_PROGRAMS) > _PROGRAMS_KEPT:
+            _PROGRAMS.popitem(last=False)
+    _PROGRAMS.move_to_end(key)
+    return _PROGRAMS[key][2]
+
+
 class EvaluationRun:
     """One evaluation: an environment, its serialiser, a team, prompt options, a run config."""
 
@@ -169,7 +254,6 @@ class EvaluationRun:
         describe: dict[str, Any] | None = None,
         noop_action: int = 0,
     ):
-        require(config.episodes >= 1, f"episodes={config.episodes} must be at least 1")
         require(
             len(team) == env.num_agents,
             f"the team has {len(team)} agents for {env.num_agents} seats; give one per seat",
@@ -191,6 +275,13 @@ class EvaluationRun:
         self.system_prompt = renderer.system_prompt(options)
         self.llm_seats = np.array(
             [s for s, agent in enumerate(team) if isinstance(agent, LLMAgent)]
+        )
+        max_steps = getattr(self.params, "max_steps", None)
+        # The most LLM turns the run can take, if the environment says how long it can last.
+        self.max_turns = (
+            None
+            if max_steps is None
+            else config.episodes * int(np.max(np.asarray(max_steps))) * len(self.llm_seats)
         )
         self.describe = {
             **(describe or {}),
@@ -231,10 +322,13 @@ class EvaluationRun:
 
     # ---- one turn -------------------------------------------------------------------
     async def _turn(self, episode: int, step: int, seat: int, user_text: str) -> _Turn:
-        completion = self._transcript.cached.get((episode, step, seat))
+        chat = self._chat(user_text, episode, seat)
+        # An answer is reused only for the very prompt it answered: after a failed turn is
+        # asked again, the rest of its episode may go another way and ask other prompts.
+        key = (episode, step, seat, prompt_digest(chat[1:]))
+        completion = self._transcript.cached.get(key)
         reused = completion is not None
         if not reused:
-            chat = self._chat(user_text, episode, seat)
             completion = await self.team[seat].backend.complete(chat)
         turn = _Turn(episode, seat, user_text, completion, self.parser(completion.text))
         if not reused:
@@ -280,31 +374,55 @@ class EvaluationRun:
     async def _run(self) -> dict[str, Any]:
         out = Path(self.config.out)
         header = {"config": self.describe, "system_prompt": self.system_prompt}
-        with Transcript(
-            out / "transcript.jsonl", fingerprint(self.describe), header, self.config.resume
-        ) as transcript:
-            self._transcript = transcript
-            backends = list(
-                {id(a.backend): a.backend for a in self.team if isinstance(a, LLMAgent)}.values()
+        with OutputLock(out):
+            if not self.config.resume and (kept := set_aside(out, RUN_FILES)):
+                _say(f"--no-resume: the earlier files of {out} are kept in {kept}")
+            with Transcript(
+                out / "transcript.jsonl", fingerprint(self.describe), header, self.config.resume
+            ) as transcript:
+                self._transcript = transcript
+                for note in transcript.notes:
+                    _say(note)
+                if transcript.resumed:
+                    _say(
+                        f"resuming {out}: {len(transcript.cached)} answered turns on file are "
+                        f"reused, {transcript.failed_records} failed ones are asked again"
+                    )
+                llm_agents = [agent for agent in self.team if isinstance(agent, LLMAgent)]
+                backends = list({id(a.backend): a.backend for a in llm_agents}.values())
+                try:
+                    for backend in backends:
+                        await backend.check()
+                    episodes, wall_s, stopped_at = await self._play()
+                finally:
+                    for backend in backends:
+                        await backend.close()
+                report = self._report(episodes, wall_s, stopped_at)
+                transcript.write(
+                    {
+                        "type": "end",
+                        "valid": report["valid"],
+                        "reason": report["reason"],
+                        "summary": report.get("summary"),
+                        "usage": report["usage"],
+                    }
+                )
+            write_file(out / "summary.json", json.dumps(report, indent=2, default=str) + "\n")
+            write_file(out / "summary.txt", report["table"] + "\n")
+        if not report["valid"]:
+            raise InvalidRun(
+                f"the run is not valid: {report['reason']}; wrote {out / 'summary.json'} with "
+                '"valid": false. The transcript keeps every turn: rerun the same command to '
+                "ask the failed ones again",
+                report,
             )
-            try:
-                for backend in backends:
-                    await backend.check()
-                episodes, wall_s = await self._play()
-            finally:
-                for backend in backends:
-                    await backend.close()
-            report = self._report(episodes, wall_s)
-            transcript.write(
-                {"type": "end", "summary": report["summary"], "usage": report["usage"]}
-            )
-        (out / "summary.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-        (out / "summary.txt").write_text(report["table"] + "\n")
         return report
 
-    async def _play(self) -> tuple[dict[str, np.ndarray], float]:
+    async def _play(self) -> tuple[dict[str, np.ndarray] | None, float, int | None]:
+        """Play to the end: (per-episode metrics, wall seconds, None); or, stopped early for
+        too many failed turns, (None, wall seconds, the step it stopped at)."""
         num_episodes, num_seats = self.config.episodes, self.env.num_agents
-        program = _BatchProgram(self.env, self.params, self.team)
+        program = _batch_program(self.env, self.params, self.team)
         host_params = jax.device_get(self.params)
         self._usage = _Usage(num_episodes)
         self._history = [
@@ -329,21 +447,23 @@ class EvaluationRun:
             host_state, host_done, (host_active, host_mask), host_actions = jax.device_get(
                 (state, done, program.view(state), actions)
             )
-            if step > 0 and step - 1 not in self._transcript.recorded_steps:
-                self._transcript.write(
-                    {
-                        "type": "step",
-                        "step": step - 1,
-                        "live": np.flatnonzero(~was_done).tolist(),
-                        "actions": host_actions[~was_done].tolist(),
-                    }
-                )
+            if step > 0:
+                played = {
+                    "live": np.flatnonzero(~was_done).tolist(),
+                    "actions": host_actions[~was_done].tolist(),
+                }
+                # A resumed run that asked a failed turn again may have played it otherwise.
+                if self._transcript.steps.get(step - 1) != played:
+                    self._transcript.write({"type": "step", "step": step - 1, **played})
             bar.update(int(host_done.sum()) - bar.n)
             if host_done.all():
                 break
             turns = await self._ask_all(
                 host_state, host_params, host_done, host_active, host_mask, messages, step
             )
+            if self._past_failure_budget():
+                bar.close()
+                return None, time.perf_counter() - started, step
             llm_actions = np.full((num_episodes, num_seats), self.noop_action, np.int32)
             messages = np.full((num_episodes, num_seats), "", dtype=object)
             for turn in turns:
@@ -357,9 +477,18 @@ class EvaluationRun:
             self._progress(bar, step, started)
         bar.close()
         episodes = jax.device_get(program.metrics(state, episode_return, length))
-        return {
-            name: np.asarray(values) for name, values in episodes.items()
-        }, time.perf_counter() - started
+        return (
+            {name: np.asarray(values) for name, values in episodes.items()},
+            time.perf_counter() - started,
+            None,
+        )
+
+    def _past_failure_budget(self) -> bool:
+        """Whether the failures so far already make the run invalid, however long it lasts."""
+        failed = int(self._usage.failed_requests.sum())
+        return (
+            self.max_turns is not None and failed > self.config.max_failed_fraction * self.max_turns
+        )
 
     async def _ask_all(self, state, params, done, active, mask, messages, step) -> list[_Turn]:
         if not self.llm_seats.size:
@@ -371,12 +500,21 @@ class EvaluationRun:
         observations = self.renderer.observations(
             state, params, episode_index, seats, shown, mask, self.options
         )
-        return await asyncio.gather(
-            *(
+        tasks = [
+            asyncio.ensure_future(
                 self._turn(int(e), step, int(s), self._user_text(text, int(e), int(s)))
-                for e, s, text in zip(episode_index, seats, observations, strict=True)
             )
-        )
+            for e, s, text in zip(episode_index, seats, observations, strict=True)
+        ]
+        try:
+            return await asyncio.gather(*tasks)
+        except BaseException:
+            # One turn stopped the run (the server refused, the disk is full): the others of
+            # the step are cancelled before anything more is written.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     def _progress(self, bar: tqdm, step: int, started: float) -> None:
         usage = self._usage
@@ -390,17 +528,12 @@ class EvaluationRun:
         )
 
     # ---- results ------------------------------------------------------------------------
-    def _report(self, episodes: dict[str, np.ndarray], wall_s: float) -> dict[str, Any]:
+    def _report(
+        self, episodes: dict[str, np.ndarray] | None, wall_s: float, stopped_at: int | None
+    ) -> dict[str, Any]:
         usage = self._usage
-        if self.llm_seats.size:
-            episodes = {
-                **episodes,
-                "parse_rate": usage.parsed / np.maximum(usage.turns, 1),
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "failed_requests": usage.failed_requests,
-            }
-        turns = int(usage.turns.sum())
+        counts = usage.counts()
+        turns = counts["total"]
         latencies = np.asarray(usage.latencies) if usage.latencies else np.zeros(1)
         prompt_tokens, completion_tokens = (
             int(usage.prompt_tokens.sum()),
@@ -410,7 +543,7 @@ class EvaluationRun:
             "requests": turns,
             "reused_from_transcript": usage.reused,
             "retries": usage.attempts - turns,
-            "failed_requests": int(usage.failed_requests.sum()),
+            "failed_requests": counts["failed"],
             "parse_rate": float(usage.parsed.sum() / max(turns, 1)),
             "parse_methods": {method: usage.methods[method] for method in PARSE_METHODS},
             "prompt_tokens": prompt_tokens,
@@ -426,17 +559,57 @@ class EvaluationRun:
             "wall_s": wall_s,
             "requests_per_s": (turns - usage.reused) / max(wall_s, 1e-9),
         }
+        reason = self._invalid_reason(counts, stopped_at)
+        headline = _headline(counts)
+        top = headline + (f"\nNOT VALID: {reason}" if reason else "")
+        report: dict[str, Any] = {
+            "valid": reason is None,
+            "reason": reason,
+            "complete": episodes is not None,
+            "turns": counts,
+            "headline": headline,
+            "config": self.describe,
+        }
+        if episodes is None:  # stopped early: no episode finished its play as asked
+            report["usage"] = totals
+            report["table"] = top + "\n\n" + _usage_table(totals)
+            return report
+        if self.llm_seats.size:
+            episodes = {
+                **episodes,
+                "parse_rate": usage.parsed / np.maximum(usage.turns, 1),
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "failed_requests": usage.failed_requests,
+            }
         summary = summarise(episodes)
         agents = ", ".join(dict.fromkeys(agent.name for agent in self.team))
         title = f"{self.env.name}: {agents} ({self.options.variant})"
         table = format_table(summary, title) + "\n\n" + _usage_table(totals)
         return {
-            "config": self.describe,
+            **report,
             "summary": summary,
             "episodes": {name: np.asarray(values).tolist() for name, values in episodes.items()},
             "usage": totals,
-            "table": table,
+            "table": top + "\n\n" + table,
         }
+
+    def _invalid_reason(self, counts: dict[str, int], stopped_at: int | None) -> str | None:
+        limit = self.config.max_failed_fraction
+        last = " ".join(self._usage.last_error.split())[:160]
+        if stopped_at is not None:
+            return (
+                f"stopped at step {stopped_at}: {counts['failed']} LLM turns failed after "
+                f"retries (last error: {last}), more than max_failed_fraction={limit} of the "
+                f"at most {self.max_turns} turns of the run"
+            )
+        if counts["failed"] <= limit * counts["total"]:
+            return None
+        return (
+            f"{counts['failed']} of {counts['total']} LLM turns failed after retries "
+            f"({counts['failed'] / counts['total']:.1%}, more than "
+            f"max_failed_fraction={limit}; last error: {last})"
+        )
 
 
 def _usage_table(totals: dict[str, Any]) -> str:
@@ -454,6 +627,11 @@ def _usage_table(totals: dict[str, Any]) -> str:
     )
 
 
+def _say(note: str) -> None:
+    """A note for the user about the run's files (on stderr, beside the progress bar)."""
+    print(f"note: {note}", file=sys.stderr, flush=True)
+
+
 def run_evaluation(
     env: Environment,
     renderer: Renderer,
@@ -463,5 +641,8 @@ def run_evaluation(
     params: Any = None,
     describe: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate `team` on `config.episodes` episodes; see `EvaluationRun`."""
+    """Evaluate `team` on `config.episodes` episodes; see `EvaluationRun`.
+
+    Raises `InvalidRun` (after writing the summary) when too many LLM turns failed.
+    """
     return EvaluationRun(env, renderer, team, options, config, params, describe).run()

@@ -96,3 +96,35 @@ def test_an_llm_run_compares_with_an_eval_report_of_the_same_settings(sweep, tmp
     assert written["settings"]["b"]["env"] == "dining"
     assert written["metrics"]["episode_return"]["n_b"] == 8
     assert "settings differ" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--concurrency", "0"], "--concurrency=0 must be at least 1"),
+        (["--max-retries", "-1"], "--max-retries=-1 must be 0 or more"),
+        (["--timeout-s", "0"], "--timeout-s=0.0 must be a positive number of seconds"),
+        (["--episodes", "0"], "--episodes=0 must be at least 1"),
+        (["--max-steps", "0"], "--max-steps=0 must be at least 1"),
+        (["--max-tokens", "0"], "--max-tokens=0 must be at least 1"),
+        (["--temperature", "-1"], "--temperature=-1.0 must be a finite number >= 0"),
+        (["--input-price-per-mtok", "-2"], "--input-price-per-mtok=-2.0 must be a number >= 0"),
+        (["--hf-batch-size", "0"], "--hf-batch-size=0 must be at least 1"),
+        (["--history", "-1"], "--history=-1 must be 0 or more"),
+        (["--philosophers", "1"], "--philosophers=1 is too small; a table needs at least 2"),
+        (["--max-failed-fraction", "1.5"], "--max-failed-fraction=1.5 must lie in [0, 1]"),
+        (["--ablation", "base", "louder"], "unknown ablation 'louder'"),
+        (["--env", "craft", "--num-agents", "0"], "--num-agents=0 must lie in 1..8"),
+        (["--env", "craft", "--map-size", "8"], "--map-size=8 must lie in 16..128"),
+        (["--env", "craft", "--difficulty", "2"], "--difficulty=2.0 must be one of"),
+    ],
+)
+def test_eval_llm_options_are_checked_before_anything_runs(flags, message, tmp_path, capsys):
+    # No server listens at this URL: the check must come before any request.
+    base = ["eval-llm", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "run")]
+    with pytest.raises(SystemExit) as caught:
+        main([*base, *flags])
+    assert caught.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"alemlite eval-llm: error: {message}")
+    assert not (tmp_path / "run").exists()

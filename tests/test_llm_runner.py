@@ -8,6 +8,7 @@ on the same seeds, whatever transient faults the server throws in.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ import pytest
 
 import alemlite
 from alemlite.cli import main
+from alemlite.core.errors import ConfigError
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
 from llm_bridge.agents import LLMAgent, checkpoint_agent, scripted_agent
@@ -49,8 +51,14 @@ def backend(*urls, **overrides) -> OpenAIBackend:
     return OpenAIBackend(OpenAIConfig(**(config | overrides)))
 
 
-def run(env, team, out, **overrides):
-    config = RunConfig(episodes=EPISODES, seed=SEED, out=out, progress=False)
+def run(env, team, out, max_failed_fraction=0.01, **overrides):
+    config = RunConfig(
+        episodes=EPISODES,
+        seed=SEED,
+        out=out,
+        progress=False,
+        max_failed_fraction=max_failed_fraction,
+    )
     options = PromptOptions(**overrides)
     return run_evaluation(env, DiningRenderer(), team, options, config)
 
@@ -81,8 +89,14 @@ def test_llm_team_equals_the_scripted_policy(reference, direct):
     )
     assert usage["retries"] > 0
     assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
-    assert (out / "summary.txt").read_text().startswith("dining")
-    assert json.loads((out / "summary.json").read_text())["usage"] == usage
+    headline = f"LLM turns: {usage['requests']} answered, 0 failed, 0 unparsed"
+    assert (out / "summary.txt").read_text().startswith(headline)
+    written = json.loads((out / "summary.json").read_text())
+    assert list(written)[:5] == ["valid", "reason", "complete", "turns", "headline"]
+    assert written["valid"] is True and written["reason"] is None
+    assert written["turns"] == {"total": usage["requests"], "answered": usage["requests"],
+                                "failed": 0, "unparsed": 0}  # fmt: skip
+    assert written["usage"] == usage
 
 
 def test_transcript_records_every_request(reference):
@@ -128,17 +142,22 @@ def test_malformed_replies_become_counted_noops(env, tmp_path):
     usage = report["usage"]
     assert usage["parse_methods"]["failed"] == server.log.faults["malformed"] > 0
     assert usage["failed_requests"] == 0
+    assert report["turns"]["unparsed"] == server.log.faults["malformed"]
+    assert report["valid"]  # a reply that does not parse is the model's score, not a failure
     expected = 1 - server.log.faults["malformed"] / usage["requests"]
     assert usage["parse_rate"] == pytest.approx(expected)
     assert 0 < np.mean(report["episodes"]["parse_rate"]) < 1
 
 
-def test_unanswerable_requests_never_end_the_run(env, tmp_path):
+def test_unanswered_turns_are_counted_noops_when_allowed(env, tmp_path):
+    """With every failure allowed (--max-failed-fraction 1), a failed turn is the no-op."""
     all_wait = evaluate(env, DINING_POLICIES["all_wait"], env.default_params, EPISODES, SEED)
     with ChatServer(dining_resource_ordering, Faults(server_error=1.0, transient=False)) as server:
         team = [LLMAgent(backend(server.base_url, max_retries=1), "scripted")] * PHILOSOPHERS
-        report = run(env, team, tmp_path)
+        report = run(env, team, tmp_path, max_failed_fraction=1.0)
     usage = report["usage"]
+    assert report["valid"] and report["turns"]["failed"] == report["turns"]["total"]
+    assert report["headline"].startswith(f"LLM turns: 0 answered, {usage['requests']} failed")
     assert usage["failed_requests"] == usage["requests"] > 0
     assert server.log.requests == 2 * usage["requests"]
     assert usage["parse_rate"] == 0.0
@@ -247,3 +266,16 @@ def test_a_killed_process_resumes_without_losing_or_repeating_turns(env, direct,
         == len({(t["episode"], t["step"], t["seat"]) for t in turns})
         == usage["requests"]
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("episodes", 0, "episodes=0 must be at least 1"),
+        ("max_failed_fraction", -0.1, "max_failed_fraction=-0.1 must lie in [0, 1]"),
+        ("output_price_per_mtok", float("nan"), "output_price_per_mtok=nan must be a number"),
+    ],
+)
+def test_the_run_config_is_checked_when_built(field, value, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        RunConfig(**{field: value})
