@@ -82,7 +82,8 @@ class EvalLLMConfig:
     temperature: float = 0.0
     max_tokens: int = 256
     model_seed: int | None = None
-    """sampling seed sent to the server with every request"""
+    """sampling seed sent to the server with every request (the transformers backend seeds
+    each generated batch with it)"""
     concurrency: int = 64
     timeout_s: float = 120.0
     max_retries: int = 6
@@ -211,6 +212,7 @@ def eval_llm(config: EvalLLMConfig) -> dict[str, dict]:
                     temperature=config.temperature,
                     batch_size=config.hf_batch_size,
                     device=config.hf_device,
+                    seed=config.model_seed,
                 )
             )
         return OpenAIBackend(

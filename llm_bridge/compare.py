@@ -131,6 +131,11 @@ def read_result(path: Path) -> dict[str, Any]:
         f"{path} is not an evaluation result: it has no {', '.join(missing)} "
         f"section{'s' if len(missing) > 1 else ''}; {EXPECTED}",
     )
+    require(
+        body.get("valid", True),
+        f"{path} is from a run marked not valid ({body.get('reason', 'no reason recorded')}); "
+        "rerun its `alemlite eval-llm` command to ask the failed turns again",
+    )
     return body
 
 

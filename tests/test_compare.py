@@ -168,3 +168,11 @@ def test_out_never_replaces_anything_but_the_same_comparison(tmp_path, result, c
 def test_each_metric_is_named_once(result):
     with pytest.raises(ConfigError, match=r"^metrics=score score must name each metric once"):
         CompareConfig(result, result, metrics=("score", "score"))
+
+
+def test_a_run_marked_not_valid_is_refused(tmp_path):
+    path = _report(tmp_path / "a.json", [1.0, 2.0])
+    body = json.loads(path.read_text())
+    path.write_text(json.dumps({**body, "valid": False, "reason": "40% of LLM turns failed"}))
+    message = _refusal(path, _report(tmp_path / "b.json", [1.0, 2.0]))
+    assert "marked not valid (40% of LLM turns failed)" in message

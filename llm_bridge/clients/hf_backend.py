@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from alemlite.core.errors import require
 from llm_bridge.clients.base import ChatMessages, Completion
 
 
@@ -34,6 +35,13 @@ class HFConfig:
     device: str = "cpu"
     dtype: str = "auto"
     seed: int | None = None  # sampling seed for every request that brings none of its own
+
+    def __post_init__(self) -> None:
+        require(
+            self.max_new_tokens >= 1, f"max_new_tokens={self.max_new_tokens} must be at least 1"
+        )
+        require(self.temperature >= 0, f"temperature={self.temperature} must be 0 or more")
+        require(self.batch_size >= 1, f"batch_size={self.batch_size} must be at least 1")
 
 
 # torch samples from one process-wide generator: one sampling batch at a time, so that a
