@@ -181,13 +181,36 @@ def test_two_forced_devices_match_one_device(ippo_run, tmp_path):
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-4, atol=1e-5)
 
 
-def test_invalid_configs_name_the_value_and_the_fix():
-    with pytest.raises(ConfigError, match="num_updates=5"):
-        TrainConfig(num_updates=5, updates_per_chunk=2)
-    with pytest.raises(ConfigError, match="num_minibatches"):
-        TrainConfig(num_envs=6, ppo=PPOConfig(num_minibatches=4))
-    with pytest.raises(ConfigError, match="gamma"):
-        PPOConfig(gamma=1.5)
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: TrainConfig(num_updates=5, updates_per_chunk=2),
+            "num_updates=5 must be a multiple of updates_per_chunk=2",
+        ),
+        (
+            lambda: TrainConfig(num_envs=6, ppo=PPOConfig(num_minibatches=4)),
+            "num_envs=6 must be divisible by ppo.num_minibatches=4",
+        ),
+        (lambda: PPOConfig(gamma=1.5), "gamma=1.5 must lie in [0, 1]"),
+        (lambda: PPOConfig(max_grad_norm=0.0), "max_grad_norm=0.0 must be positive"),
+        (lambda: PPOConfig(entropy_coef=-0.1), "entropy_coef=-0.1 must be at least 0"),
+        (
+            lambda: TrainConfig(philosophers=1),
+            "philosophers=1 must be at least 2 (a table of one has one fork)",
+        ),
+        (lambda: TrainConfig(pool_size=-1), "pool_size=-1 must be 0 (no pool) or positive"),
+        (
+            lambda: TrainConfig(env="craft", num_envs=4, refresh_per_step=5),
+            "refresh_per_step=5 must lie in 1..pool_size=4",
+        ),
+    ],
+)
+def test_invalid_configs_name_the_value_and_the_fix(build, message):
+    """At construction (the command line's parse), as `field=VALUE must ...` in one line."""
+    with pytest.raises(ConfigError) as refusal:
+        build()
+    assert str(refusal.value) == message
 
 
 def test_command_line_parses_into_the_typed_config():

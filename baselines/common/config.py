@@ -65,6 +65,10 @@ class PPOConfig:
         require(0 <= self.gamma <= 1, f"gamma={self.gamma} must lie in [0, 1]")
         require(0 <= self.gae_lambda <= 1, f"gae_lambda={self.gae_lambda} must lie in [0, 1]")
         require(self.clip_eps > 0, f"clip_eps={self.clip_eps} must be positive")
+        require(self.max_grad_norm > 0, f"max_grad_norm={self.max_grad_norm} must be positive")
+        for name in ("entropy_coef", "value_coef"):
+            value = getattr(self, name)
+            require(value >= 0, f"{name}={value} must be at least 0")
         require(self.num_epochs >= 1, f"num_epochs={self.num_epochs} must be at least 1")
         require(
             self.num_minibatches >= 1, f"num_minibatches={self.num_minibatches} must be at least 1"
@@ -129,7 +133,10 @@ class TrainConfig:
     run_dir: str = ""
     """Where outputs go; empty means runs/ALGORITHM-ENV-SIZE."""
     resume: bool = False
-    """Continue the run in `run_dir` from its latest checkpoint (`num_updates` may be raised)."""
+    """Continue the run in `run_dir` from its latest checkpoint to `num_updates`, which may be
+    raised but not lowered below the updates already done: that is refused (ConfigError), since
+    a resume continues a run and cannot rewind it. A damaged latest checkpoint is moved to
+    `run_dir/damaged_checkpoints/` and the run resumes from the newest whole one, saying so."""
     progress: bool = True
     """Show a progress bar."""
     distributed: bool = False
@@ -163,6 +170,19 @@ class TrainConfig:
             is_difficulty(parse_difficulty(self.difficulty)),
             f"difficulty={self.difficulty!r}; choose easy, medium, hard, sampled or an alpha "
             "in [0, 1] (e.g. --difficulty medium)",
+        )
+        require(
+            self.env != "dining" or self.curriculum.enabled or self.philosophers >= 2,
+            f"philosophers={self.philosophers} must be at least 2 (a table of one has one fork)",
+        )
+        require(
+            self.pool_size is None or self.pool_size >= 0,
+            f"pool_size={self.pool_size} must be 0 (no pool) or positive",
+        )
+        require(
+            self.resolved_pool_size == 0 or 1 <= self.refresh_per_step <= self.resolved_pool_size,
+            f"refresh_per_step={self.refresh_per_step} must lie in "
+            f"1..pool_size={self.resolved_pool_size}",
         )
         require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
