@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alemlite.core.errors import require
+from alemlite.core.errors import ConfigError, require
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 
@@ -21,17 +21,25 @@ def pretrained_names() -> tuple[str, ...]:
 
 
 def load(name: str):
-    """A trained policy by shipped name (see `pretrained_names()`) or by exported directory."""
-    from baselines.common.checkpoints import import_policy
+    """A trained policy by shipped name (see `pretrained_names()`) or by exported directory.
+
+    Refusals (an unknown name, a damaged `policy.json` or parameters, and later an
+    environment the policy was not trained on) are one-line `ConfigError`s that begin
+    with `name`.
+    """
+    from baselines.common.checkpoints import POLICY_FILE, import_policy
     from baselines.common.policy import TrainedPolicy
 
     directory = PRETRAINED_DIR / name
     if not directory.is_dir():
         directory = Path(name)
     require(
-        (directory / "policy.json").exists(),
-        f"no policy named {name!r}; choose one of {pretrained_names()} or pass an exported "
+        (directory / POLICY_FILE).exists(),
+        f"{name}: no such policy; choose one of {pretrained_names()} or pass an exported "
         "policy directory (a run's policy/best)",
     )
-    actor, params, description = import_policy(directory)
-    return TrainedPolicy(actor, params, description)
+    try:
+        actor, params, description = import_policy(directory)
+    except ConfigError as error:
+        raise ConfigError(f"{name}: {error}") from None
+    return TrainedPolicy(actor, params, description, name)

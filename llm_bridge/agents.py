@@ -57,14 +57,15 @@ def checkpoint_agent(env: Environment, checkpoint_name: str) -> PolicyAgent:
 
     It acts on the environment's own observation and action mask, as in its training.
     A seat keeps no memory between steps, so a recurrent (GRU) checkpoint is refused here,
-    when the team is built, rather than when the step is compiled.
+    when the team is built, rather than when the step is compiled, as is one trained on
+    another environment, table or team size, or map size (`TrainedPolicy.check_fits`).
     """
     import baselines
 
     try:
         policy = baselines.load(checkpoint_name).state_policy(env)
-    except ConfigError as error:  # name the seat's checkpoint in every refusal
-        raise ConfigError(f"checkpoint:{checkpoint_name}: {error}") from None
+    except ConfigError as error:  # its refusals begin with the name: the seat's spec as typed
+        raise ConfigError(f"checkpoint:{error}") from None
     return PolicyAgent(policy, checkpoint_name)
 
 

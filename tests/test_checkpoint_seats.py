@@ -1,11 +1,16 @@
 """Checkpoint seats in mixed teams: feed-forward ones are seated, the rest refused when built.
 
 A seat acts inside the compiled step as `policy(key, state, params)`, with no memory
-carried from one step to the next, so a recurrent (GRU) checkpoint cannot be a seat.
+carried from one step to the next, so a recurrent (GRU) checkpoint cannot be a seat; nor
+can one trained on another environment, table or team size, or map. `baselines.load`
+refuses damaged policy files and, called directly, observations of another shape, each
+in one line that begins with the name it was given.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import jax
@@ -84,6 +89,166 @@ def test_the_recurrent_policy_refuses_the_memoryless_form_itself(env, checkpoint
 
 def test_a_checkpoint_for_another_table_size_is_refused(checkpoints):
     larger = alemlite.make("dining", num_philosophers=PHILOSOPHERS + 2)
-    with pytest.raises(ConfigError, match=r"trained for .* = \(3, .* has \(5, ") as refusal:
+    with pytest.raises(ConfigError) as refusal:
         build_team((f"checkpoint:{checkpoints['mlp']}",), larger, no_backend)
-    assert str(refusal.value).startswith(f"checkpoint:{checkpoints['mlp']}: ")
+    assert str(refusal.value) == (
+        f"checkpoint:{checkpoints['mlp']}: trained with num_philosophers=3, but this dining "
+        "environment has num_philosophers=5; use a checkpoint trained with num_philosophers=5"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "env_name", "settings", "refusal"),
+    [
+        (
+            "ippo-dining-5",
+            "dining",
+            {"num_philosophers": 7},
+            "trained with num_philosophers=5, but this dining environment has "
+            "num_philosophers=7; use a checkpoint trained with num_philosophers=7",
+        ),
+        (
+            "ippo-craft-medium",
+            "dining",
+            {"num_philosophers": 3},
+            "trained on craft (map_size=32, num_agents=3, difficulty='medium', coordination=True, "
+            "max_steps=500), but the environment is dining; use a checkpoint trained on dining",
+        ),
+        (
+            "ippo-craft-medium",
+            "craft",
+            {"map_size": 16, "num_agents": 3},
+            "trained with map_size=32, but this craft environment has map_size=16; use a "
+            "checkpoint trained with map_size=16",
+        ),
+        (
+            "ippo-craft-medium",
+            "craft",
+            {"map_size": 32, "num_agents": 2},
+            "trained with num_agents=3, but this craft environment has num_agents=2; use a "
+            "checkpoint trained with num_agents=2",
+        ),
+    ],
+    ids=["dining-5-at-7", "craft-on-dining", "craft-on-a-smaller-map", "craft-with-fewer-agents"],
+)
+def test_a_shipped_checkpoint_refuses_an_environment_it_was_not_trained_on(
+    name, env_name, settings, refusal
+):
+    """Against its recorded config, in one line naming the checkpoint, not a shape traceback."""
+    env = alemlite.make(env_name, **settings)
+    with pytest.raises(ConfigError) as seat:
+        build_team((f"checkpoint:{name}",), env, no_backend)
+    assert str(seat.value) == f"checkpoint:{name}: {refusal}"
+    with pytest.raises(ConfigError) as loaded:
+        baselines.load(name).state_policy(env)
+    assert str(loaded.value) == f"{name}: {refusal}"
+
+
+def test_a_loaded_policy_refuses_observations_of_another_table_while_tracing():
+    """`baselines.load(...)` called directly on a table of 7: its own line, not flax's error."""
+    policy = baselines.load("ippo-dining-5")
+    env = alemlite.make("dining", num_philosophers=7)
+    observation, state = env.reset(jax.random.PRNGKey(0), env.default_params)
+    mask = env.action_mask(state, env.default_params)
+    for act in (policy, jax.jit(policy)):
+        with pytest.raises(ConfigError) as refusal:
+            act(jax.random.PRNGKey(1), observation, mask)
+        assert str(refusal.value) == (
+            "ippo-dining-5: observations (7, 7) and action mask (7, 4) do not fit a policy "
+            "trained on dining (num_philosophers=5, reward='shaped') (observations (5, 7), "
+            "mask (5, 4)); act on its environment, policy.make_env()"
+        )
+
+
+def damaged_copy(checkpoint: str, tmp_path: Path, edit) -> str:
+    directory = tmp_path / "damaged"
+    shutil.copytree(checkpoint, directory)
+    edit(directory)
+    return str(directory)
+
+
+def rewrite_description(change):
+    def edit(directory: Path) -> None:
+        path = directory / "policy.json"
+        description = json.loads(path.read_text())
+        change(description)
+        path.write_text(json.dumps(description))
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (
+            lambda d: (d / "policy.json").write_text('{"network": {"hidden_size": 8'),
+            "policy.json is not valid JSON (Expecting ',' delimiter: line 1 column 30 (char 29)); "
+            "restore it from the run's policy/ directory or export the policy again",
+        ),
+        (
+            rewrite_description(lambda d: d.pop("num_actions")),
+            "policy.json lacks the key 'num_actions'; restore the file",
+        ),
+        (
+            rewrite_description(lambda d: d["env"].pop("name")),
+            "policy.json lacks the key 'env.name'; restore the file",
+        ),
+        (
+            rewrite_description(lambda d: d.update(num_agents="three")),
+            "policy.json: num_agents='three' must be a int; restore the file",
+        ),
+        (
+            rewrite_description(lambda d: d["network"].update(hidden_size=0)),
+            "policy.json: network: hidden_size=0 must be at least 1; restore the file",
+        ),
+    ],
+    ids=["invalid-json", "missing-key", "missing-env-name", "wrong-type", "invalid-network"],
+)
+def test_a_damaged_policy_file_is_named_with_what_is_wrong(edit, problem, checkpoints, tmp_path):
+    directory = damaged_copy(checkpoints["mlp"], tmp_path, edit)
+    with pytest.raises(ConfigError) as refusal:
+        baselines.load(directory)
+    path = Path(directory).absolute() / "policy.json"
+    assert str(refusal.value) == f"{directory}: {path}{problem.removeprefix('policy.json')}"
+
+
+def garble_parameters(directory: Path) -> None:
+    """Flip a byte of the stored arrays (one data file of the OCDBT store)."""
+    (data_file,) = (directory / "actor_params" / "d").iterdir()
+    data = bytearray(data_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    data_file.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (
+            rewrite_description(lambda d: d["network"].update(hidden_size=16)),
+            "['params']['Dense_0']['kernel'] is saved as float32[8, 4], described as "
+            "float32[16, 4]",
+        ),
+        (garble_parameters, "ValueError: DATA_LOSS: "),
+    ],
+    ids=["described-wider", "garbled"],
+)
+def test_parameters_that_do_not_restore_as_described_are_refused(
+    edit, problem, checkpoints, tmp_path
+):
+    """The storage library returns what was saved whatever it is asked for: shapes are compared."""
+    directory = damaged_copy(checkpoints["mlp"], tmp_path, edit)
+    with pytest.raises(ConfigError) as refusal:
+        baselines.load(directory)
+    message = str(refusal.value)
+    assert message.startswith(
+        f"{directory}: the parameters in {Path(directory).absolute() / 'actor_params'} do not "
+        f"restore as described by policy.json ({problem}"
+    )
+    assert message.endswith("); export the policy again from its run") and "\n" not in message
+
+
+def test_an_unknown_policy_name_lists_the_shipped_ones():
+    with pytest.raises(ConfigError) as refusal:
+        baselines.load("ippo-dining-50")
+    assert str(refusal.value).startswith("ippo-dining-50: no such policy; choose one of (")
+    assert "'ippo-dining-5'" in str(refusal.value)

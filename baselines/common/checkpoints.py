@@ -2,31 +2,60 @@
 
 A run checkpoint holds the vmapped `Runner` of every seed and the best-so-far
 tracker, so restoring it and running the same compiled updates reproduces the
-uninterrupted run. An exported policy holds one seed's actor parameters and the
-few facts needed to rebuild the actor, small enough to ship with the package.
+uninterrupted run. Each checkpoint directory also gets a `SHA256SUMS` of its files
+(`sha256sum -c SHA256SUMS` checks it by hand), so a damaged checkpoint is found and set
+aside before the storage library reads it, and a resume falls back to the newest one
+that is whole. An exported policy holds one seed's actor parameters and the few facts
+needed to rebuild the actor, small enough to ship with the package.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
 
+from alemlite.core.errors import ConfigError, require
 from baselines.common.agents import SharedActor
 from baselines.common.config import NetworkConfig
+
+DIGEST_FILE = "SHA256SUMS"
 
 
 class RunCheckpoints:
     """The latest `max_to_keep` checkpoints of a run, keyed by update number."""
 
     def __init__(self, directory: Path, max_to_keep: int = 2):
-        self._manager = ocp.CheckpointManager(
-            Path(directory).absolute(),
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
-        )
+        self.directory = Path(directory).absolute()
+        self._max_to_keep = max_to_keep
+        self._opened: ocp.CheckpointManager | None = None
+
+    @property
+    def _manager(self) -> ocp.CheckpointManager:
+        # Opened on first use: opening reads every checkpoint's metadata, which a resume
+        # checks (and sets aside when damaged) first.
+        if self._opened is None:
+            self._opened = ocp.CheckpointManager(
+                self.directory,
+                options=ocp.CheckpointManagerOptions(
+                    max_to_keep=self._max_to_keep,
+                    create=True,
+                    # a save cut short by a kill leaves a temporary directory; nothing in it counts
+                    cleanup_tmp_directories=True,
+                ),
+            )
+        return self._opened
 
     def save(self, update: int, state: Any, meta: dict[str, Any]) -> None:
         self._manager.save(
@@ -36,26 +65,224 @@ class RunCheckpoints:
             ),
         )
         self._manager.wait_until_finished()
+        if jax.process_index() == 0:
+            _write_digest(self.directory / str(update))
 
     def latest_update(self) -> int | None:
         return self._manager.latest_step()
 
     def restore(self, update: int, abstract_state: Any) -> tuple[Any, dict[str, Any]]:
         """The state saved at `update`, laid out (and sharded) like `abstract_state`."""
-        restored = self._manager.restore(
-            update,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
-            ),
-        )
+        # Read through a checkpointer of this one directory, not the manager, which would
+        # first read the metadata of every checkpoint, damaged ones included.
+        with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+            restored = checkpointer.restore(
+                self.directory / str(update),
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
+                ),
+            )
         return restored.state, restored.meta
 
+    def damaged(self) -> dict[int, str]:
+        """Checkpoints whose files differ from their `SHA256SUMS`, with what differs.
+
+        One written before its sums (the run was killed in between) is not listed here;
+        `restore_newest` finds out whether it restores.
+        """
+        found = {}
+        for update, path in self._step_directories().items():
+            problem = _digest_problem(path)
+            if problem is not None:
+                found[update] = problem
+        return found
+
+    def newest_whole(self) -> int | None:
+        """The newest checkpoint not found damaged by its sums; None when there is none at all.
+
+        Refuses when every checkpoint is damaged, saying how to start afresh.
+        """
+        damaged = self.damaged()
+        whole = [update for update in self._step_directories() if update not in damaged]
+        if damaged and not whole:
+            raise self._nothing_restores(damaged)
+        return max(whole, default=None)
+
+    def restore_newest(
+        self, abstract_state: Any, set_aside: Path
+    ) -> tuple[int, Any, dict[str, Any], list[str]]:
+        """Restore the newest checkpoint that restores; move newer, damaged ones to `set_aside`.
+
+        Returns the update, state, meta and one line per checkpoint set aside. Refuses (and
+        moves nothing) when no checkpoint restores, saying how to start afresh.
+        """
+        damaged = self.damaged()
+        for update in sorted(self._step_directories(), reverse=True):
+            if update in damaged:
+                continue
+            try:
+                state, meta = self.restore(update, abstract_state)
+            except Exception as error:  # any storage error: it does not restore
+                damaged[update] = f"does not restore: {_first_line(error)}"
+                continue
+            newer = {u: why for u, why in damaged.items() if u > update}
+            return update, state, meta, self._set_aside(newer, set_aside, update)
+        raise self._nothing_restores(damaged)
+
     def close(self) -> None:
-        self._manager.close()
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+    def _nothing_restores(self, damaged: dict[int, str]) -> ConfigError:
+        listed = "; ".join(
+            f"checkpoint {update}: {why}" for update, why in sorted(damaged.items(), reverse=True)
+        )
+        return ConfigError(
+            f"run_dir={str(self.directory.parent)!r} has no checkpoint that restores ({listed}); "
+            "start the run afresh without --resume in a new --run-dir, or in this one after "
+            f"moving {self.directory} aside"
+        )
+
+    def _step_directories(self) -> dict[int, Path]:
+        if not self.directory.is_dir():
+            return {}
+        return {
+            int(path.name): path
+            for path in self.directory.iterdir()
+            if path.name.isdigit() and path.is_dir()
+        }
+
+    def _set_aside(self, damaged: dict[int, str], destination: Path, resumed: int) -> list[str]:
+        """Move damaged checkpoints out of the way (kept, not deleted) and say where."""
+        if not damaged:
+            return []
+        self.close()  # the manager lists checkpoints when opened; reopen it without these
+        destination.mkdir(parents=True, exist_ok=True)
+        notes = []
+        for update, why in sorted(damaged.items(), reverse=True):
+            target = destination / str(update)
+            suffix = 1
+            while target.exists():  # the same update damaged twice: keep both
+                target = destination / f"{update}.{suffix}"
+                suffix += 1
+            if jax.process_index() == 0:  # one process moves; every process resumes alike
+                shutil.move(self.directory / str(update), target)
+            notes.append(
+                f"checkpoint {self.directory / str(update)} is damaged ({why}); moved it to "
+                f"{target} and resuming from update {resumed}"
+            )
+        return notes
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_digest(step_directory: Path) -> None:
+    lines = [
+        f"{_sha256(path)}  {path.relative_to(step_directory).as_posix()}\n"
+        for path in sorted(step_directory.rglob("*"))
+        if path.is_file() and path.name != DIGEST_FILE
+    ]
+    partial = step_directory / f".{DIGEST_FILE}.partial"
+    partial.write_text("".join(lines))
+    partial.replace(step_directory / DIGEST_FILE)  # whole or absent, even if killed here
+
+
+def _digest_problem(step_directory: Path) -> str | None:
+    """What differs from the checkpoint's `SHA256SUMS`; None if whole or written without sums."""
+    digest_path = step_directory / DIGEST_FILE
+    if not digest_path.exists():
+        return None
+    lines = digest_path.read_text(errors="replace").splitlines()
+    if not lines:
+        return f"{DIGEST_FILE} is empty"
+    for line in lines:
+        expected, separator, name = line.partition("  ")
+        if not separator or len(expected) != 64:
+            return f"{DIGEST_FILE} is unreadable"
+        path = step_directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if _sha256(path) != expected:
+            return f"{name} differs from what was saved"
+    return None
+
+
+def _first_line(error: BaseException, limit: int = 200) -> str:
+    text = (str(error).strip().splitlines() or [""])[0]
+    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+LOCK_FILE = "train.lock"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold `run_dir/train.lock` while a run trains there; a second run is refused.
+
+    The lock is the operating system's (`flock`), so it ends with its process however
+    that process ends: a lock file left by a killed run is stale and simply taken. The
+    file names the holder (host, process id, start time) for the refusal; it is removed
+    when the run ends normally.
+    """
+    path = Path(run_dir) / LOCK_FILE
+    while True:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise ConfigError(
+                f"run_dir={str(run_dir)!r} is in use by another training run "
+                f"({_holder(path)}; lock {path}); wait for it to end or pass another --run-dir"
+            ) from None
+        # The holder before us may have removed the file after we opened it: lock the path's file.
+        try:
+            same = os.stat(path).st_ino == os.fstat(descriptor).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(descriptor)
+    holder = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, (json.dumps(holder) + "\n").encode())
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(descriptor)  # releases the lock
+
+
+def _holder(path: Path) -> str:
+    try:
+        holder = json.loads(path.read_text())
+        return f"process {holder['pid']} on {holder['host']}, started {holder['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that is starting"
 
 
 POLICY_FILE = "policy.json"
 PARAMS_DIR = "actor_params"
+# policy.json key -> the type its value must have
+POLICY_KEYS = {
+    "network": dict,
+    "num_agents": int,
+    "num_actions": int,
+    "observation_shape": list,
+    "env": dict,
+}
 
 
 def export_policy(directory: Path, actor: SharedActor, actor_params: Any, info: dict) -> None:
@@ -75,10 +302,40 @@ def export_policy(directory: Path, actor: SharedActor, actor_params: Any, info: 
     checkpointer.wait_until_finished()
 
 
+def read_description(directory: Path) -> dict[str, Any]:
+    """`policy.json` of an exported policy, checked; a damaged one is refused in one line."""
+    path = Path(directory).absolute() / POLICY_FILE
+    try:
+        description = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{path} is not valid JSON ({error}); restore it from the run's policy/ "
+            "directory or export the policy again"
+        ) from None
+    require(
+        isinstance(description, dict),
+        f"{path} holds {type(description).__name__}, not a policy description; restore it",
+    )
+    for key, kind in POLICY_KEYS.items():
+        require(key in description, f"{path} lacks the key {key!r}; restore the file")
+        require(
+            isinstance(description[key], kind) and not isinstance(description[key], bool),
+            f"{path}: {key}={description[key]!r} must be a {kind.__name__}; restore the file",
+        )
+    require("name" in description["env"], f"{path} lacks the key 'env.name'; restore the file")
+    unknown = sorted(set(description["network"]) - set(NetworkConfig.__dataclass_fields__))
+    require(not unknown, f"{path}: network has unknown keys {unknown}; restore the file")
+    try:
+        NetworkConfig(**description["network"])
+    except (ConfigError, TypeError) as error:
+        raise ConfigError(f"{path}: network: {error}; restore the file") from None
+    return description
+
+
 def import_policy(directory: Path) -> tuple[SharedActor, Any, dict]:
     """The actor, its parameters and the description written by `export_policy`."""
     directory = Path(directory).absolute()
-    description = json.loads((directory / POLICY_FILE).read_text())
+    description = read_description(directory)
     actor = SharedActor(
         network=NetworkConfig(**description["network"]),
         num_agents=description["num_agents"],
@@ -86,5 +343,38 @@ def import_policy(directory: Path) -> tuple[SharedActor, Any, dict]:
         observation_shape=tuple(description["observation_shape"]),
     )
     abstract = jax.eval_shape(actor.init, jax.random.PRNGKey(0))
-    params = ocp.StandardCheckpointer().restore(directory / PARAMS_DIR, abstract)
+    try:
+        params = ocp.StandardCheckpointer().restore(directory / PARAMS_DIR, abstract)
+    except Exception as error:  # any storage error: it does not restore
+        raise ConfigError(
+            f"the parameters in {directory / PARAMS_DIR} do not restore as described by "
+            f"{POLICY_FILE} ({_first_line(error)}); export the policy again from its run"
+        ) from None
+    # The restore returns what was saved whatever shapes it was asked for: compare them.
+    mismatch = _first_mismatch(abstract, params)
+    require(
+        mismatch is None,
+        f"the parameters in {directory / PARAMS_DIR} do not restore as described by "
+        f"{POLICY_FILE} ({mismatch}); export the policy again from its run",
+    )
     return actor, params, description
+
+
+def _first_mismatch(expected: Any, actual: Any) -> str | None:
+    """Where `actual` first differs from `expected` in structure, shape or dtype."""
+    expected_leaves = dict(jax.tree_util.tree_flatten_with_path(expected)[0])
+    actual_leaves = dict(jax.tree_util.tree_flatten_with_path(actual)[0])
+    for path in sorted(expected_leaves.keys() | actual_leaves.keys(), key=jax.tree_util.keystr):
+        name = jax.tree_util.keystr(path)
+        if path not in actual_leaves:
+            return f"{name} is missing"
+        if path not in expected_leaves:
+            return f"{name} is not described"
+        want, got = expected_leaves[path], actual_leaves[path]
+        want = (tuple(want.shape), str(want.dtype))
+        got = (tuple(got.shape), str(got.dtype))
+        if want != got:
+            return (
+                f"{name} is saved as {got[1]}{list(got[0])}, described as {want[1]}{list(want[0])}"
+            )
+    return None
