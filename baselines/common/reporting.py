@@ -40,11 +40,20 @@ class MetricsLog:
         self.path = Path(path)
 
     def truncate_after(self, update: int) -> None:
-        """Drop records past `update` (a resumed run rewrites them)."""
+        """Drop records past `update` (a resumed run rewrites them).
+
+        A last line cut short (a run killed while appending; its chunk had no checkpoint
+        yet) goes too. The file is replaced whole, so a run stopped here loses nothing.
+        """
         if not self.path.exists():
             return
-        kept = [line for line in self.read() if line["update"] <= update]
-        self.path.write_text("".join(json.dumps(record) + "\n" for record in kept))
+        lines = self.path.read_text().splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines.pop()
+        kept = [line for line in lines if line.strip() and json.loads(line)["update"] <= update]
+        partial = self.path.with_name(f".{self.path.name}.partial")
+        partial.write_text("".join(kept))
+        partial.replace(self.path)
 
     def append(self, records: list[dict[str, Any]]) -> None:
         with self.path.open("a") as file:

@@ -10,9 +10,12 @@ held-out test seeds, so choosing the best checkpoint does not bias its report.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import importlib
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ from alemlite.core.errors import require
 from alemlite.evaluation import Policy, evaluate
 from baselines.common import curriculum, distributed
 from baselines.common.algorithm import Algorithm, Runner
-from baselines.common.checkpoints import RunCheckpoints, export_policy
+from baselines.common.checkpoints import RunCheckpoints, export_policy, run_lock
 from baselines.common.config import ALGORITHMS, TrainConfig
 from baselines.common.evaluation import SeedEvaluator
 from baselines.common.reporting import (
@@ -196,13 +199,21 @@ def train(
 
     `references` are scripted policies evaluated on the run's test episodes beside it;
     runs that share an environment and test episodes may pass their `evaluate_references`
-    summaries once evaluated as `reference_summaries` instead.
+    summaries once evaluated as `reference_summaries` instead. The run directory is
+    locked while the run trains (`run_lock`): a second run into it is refused.
     """
     distributed.initialise(config.distributed)
     env = env or alemlite.make(config.env, **config.env_kwargs())
-    is_main = jax.process_index() == 0
     run_dir = config.output_dir
     run_dir.mkdir(parents=True, exist_ok=True)
+    lock = run_lock(run_dir) if jax.process_index() == 0 else contextlib.nullcontext()
+    with lock:
+        return _train(config, env, references, reference_summaries)
+
+
+def _train(config, env, references, reference_summaries) -> dict[str, Any]:
+    is_main = jax.process_index() == 0
+    run_dir = config.output_dir
     checkpoints = RunCheckpoints(run_dir / "checkpoints")
     log = MetricsLog(run_dir / "metrics.jsonl")
     if config.resume:
@@ -228,13 +239,18 @@ def train(
         abstract_state = {"runner": program.abstract_runner, "best": jax.eval_shape(lambda: best)}
         if tracker is not None:
             abstract_state["curriculum"] = jax.eval_shape(lambda: tracker)
-        state, _ = checkpoints.restore(update, abstract_state)
+        update, state, _, notes = checkpoints.restore_newest(
+            abstract_state, run_dir / "damaged_checkpoints"
+        )
         runner, best, tracker = state["runner"], state["best"], state.get("curriculum")
         if is_main:
+            for note in notes:
+                print(note, file=sys.stderr, flush=True)
             log.truncate_after(update)
     elif is_main:
         log.truncate_after(0)
-        config.save(run_dir / "config.json")
+    if is_main:  # on a resume: the raised num_updates (and test_episodes) are the run's now
+        _write_replacing(run_dir / "config.json", dataclasses.replace(config, resume=False).save)
 
     if reference_summaries is None:
         reference_summaries = (
@@ -273,6 +289,7 @@ def train(
         update += config.updates_per_chunk
         progress.update(config.updates_per_chunk)
         progress.set_postfix(episode_return=records[-1]["episode/return"])
+        checkpoint = None  # (state, meta) when this chunk ends at a checkpoint
         if update % config.eval_interval == 0 or update == config.num_updates:
             validation = evaluator(
                 runner.params["actor"], config.eval_episodes, config.validation_seed
@@ -294,12 +311,15 @@ def train(
                 eval_record.update(stage_record)
                 state["curriculum"] = tracker
             state["runner"] = runner
-            checkpoints.save(
-                update, state, {"update": update, "validation_return": validation_return.tolist()}
-            )
+            checkpoint = state, {"update": update, "validation_return": validation_return.tolist()}
             records.append(eval_record)
+        # The records go to the log before their checkpoint is saved, so that a run stopped
+        # at any point resumes with every record up to its checkpoint (later ones are dropped).
         if is_main:
             log.append(records)
+        if checkpoint is not None:
+            checkpoints.save(update, *checkpoint)
+        if is_main:
             plot_learning_curve(
                 log.read(), reference_returns, run_dir / "learning_curve.png", title
             )
@@ -311,12 +331,20 @@ def train(
         summary["curriculum"] = _curriculum_summary(config, program, runner, best, tracker, summary)
     summary["references"] = reference_summaries
     if is_main:
-        _export_policies(run_dir, config, algorithm, runner, best)
-        (run_dir / "summary.json").write_text(to_json(summary))
+        _export_policies(run_dir, env, config, algorithm, runner, best)
+        _write_replacing(run_dir / "summary.json", lambda path: path.write_text(to_json(summary)))
     return summary
 
 
+def _write_replacing(path: Path, write: Callable[[Path], None]) -> None:
+    """Write `path` through a partial file: a run stopped meanwhile leaves the old file whole."""
+    partial = path.with_name(f".{path.name}.partial")
+    write(partial)
+    partial.replace(path)
+
+
 def _check_resumable(config: TrainConfig, run_dir: Path, checkpoints: RunCheckpoints) -> int:
+    """The update the run resumes from; refuses settings or a target that do not continue it."""
     config_path = run_dir / "config.json"
     require(config_path.exists(), f"--resume needs {config_path}; start the run without --resume")
     differences = config.differences_that_break_resume(TrainConfig.load(config_path))
@@ -324,9 +352,19 @@ def _check_resumable(config: TrainConfig, run_dir: Path, checkpoints: RunCheckpo
         not differences,
         f"--resume with changed settings {differences}; only num_updates may change",
     )
-    latest = checkpoints.latest_update()
-    require(latest is not None, f"--resume found no checkpoint in {run_dir / 'checkpoints'}")
-    return latest
+    done = checkpoints.newest_whole()
+    require(
+        done is not None,
+        f"--resume found no checkpoint in {checkpoints.directory}: the run stopped before its "
+        f"first one (update {min(config.eval_interval, config.num_updates)}); start it again "
+        "without --resume",
+    )
+    require(
+        config.num_updates >= done,
+        f"num_updates={config.num_updates} is below the {done} updates this run has already "
+        f"done; pass --num-updates {done} or more (a resume continues a run, it cannot rewind it)",
+    )
+    return done
 
 
 def _curriculum_checkpoint(config, env, program, tracker, runner, validation_return):
@@ -413,12 +451,12 @@ def _final_summary(config, evaluator, runner, best, agent_steps: int) -> dict[st
     }
 
 
-def _export_policies(run_dir: Path, config, algorithm, runner, best) -> None:
+def _export_policies(run_dir: Path, env, config, algorithm, runner, best) -> None:
     """Export the final and the best actor of the seed with the best validation return."""
     seed = int(np.argmax(np.asarray(best.validation_return)))
     info = {
         "algorithm": config.algorithm,
-        "env": {"name": config.env, **config.env_kwargs()},
+        "env": {"name": env.name, **config.env_kwargs()},
         "seed_index": seed,
     }
     pick = functools.partial(jax.tree.map, lambda leaf: leaf[seed])
