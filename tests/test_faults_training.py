@@ -300,7 +300,10 @@ def test_when_no_checkpoint_is_whole_the_refusal_says_how_to_start_afresh(refere
     message = str(refusal.value)
     assert message.startswith(f"run_dir={str(run_dir)!r} has no checkpoint that restores (")
     assert f"checkpoint {LAST}: " in message and f"checkpoint {BEFORE_LAST}: " in message
-    assert "start the run afresh without --resume in a new --run-dir" in message
+    assert message.endswith(
+        "; start the run afresh without --resume in a new --run-dir (this one keeps its "
+        "metrics and checkpoints for inspection)"
+    )
     assert "\n" not in message
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == sorted(
         [str(BEFORE_LAST), str(LAST)]

@@ -140,8 +140,8 @@ class RunCheckpoints:
         )
         return ConfigError(
             f"run_dir={str(self.directory.parent)!r} has no checkpoint that restores ({listed}); "
-            "start the run afresh without --resume in a new --run-dir, or in this one after "
-            f"moving {self.directory} aside"
+            "start the run afresh without --resume in a new --run-dir (this one keeps its "
+            "metrics and checkpoints for inspection)"
         )
 
     def _step_directories(self) -> dict[int, Path]:
