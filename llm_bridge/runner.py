@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
 from alemlite.evaluation import episode_keys, step_keys
+from alemlite.folder_lock import hold_folder
 from alemlite.report import format_table
 from alemlite.stats import summarise
 from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
@@ -48,7 +49,6 @@ from llm_bridge.clients.base import ChatMessages, Completion
 from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply
 from llm_bridge.render.base import PromptOptions, Renderer
 from llm_bridge.transcripts import (
-    OutputLock,
     Transcript,
     prompt_digest,
     set_aside,
@@ -374,7 +374,7 @@ class EvaluationRun:
     async def _run(self) -> dict[str, Any]:
         out = Path(self.config.out)
         header = {"config": self.describe, "system_prompt": self.system_prompt}
-        with OutputLock(out):
+        with hold_folder(out, ".run.lock", "LLM evaluation", "--out"):
             if not self.config.resume and (kept := set_aside(out, RUN_FILES)):
                 _say(f"--no-resume: the earlier files of {out} are kept in {kept}")
             with Transcript(

@@ -15,16 +15,14 @@ last line, which resuming moves to `transcript.jsonl.torn` and says so. Resuming
 the run, taking every answered response whose prompt is the one the replay asks again
 instead of asking the model; failed requests stay in the file but are asked again.
 
-One run at a time writes to an output folder: `OutputLock` holds an advisory lock
-(`flock`) on `OUT/.run.lock` for the whole run. The kernel releases it when the process
-ends, however it ends, so a lock left by a dead run is free again.
+One run at a time writes to an output folder: the runner holds `OUT/.run.lock`
+(`alemlite.folder_lock`) for the whole run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -40,10 +38,6 @@ TurnKey = tuple[int, int, int, str]  # (episode, step, seat, prompt digest)
 
 class TranscriptMismatch(ConfigError):
     """The transcript on disk was written by a run with a different configuration."""
-
-
-class OutputBusy(ConfigError):
-    """Another run is writing to the same output folder."""
 
 
 class OutputWriteError(ConfigError):
@@ -95,39 +89,6 @@ def set_aside(folder: Path, names: Sequence[str]) -> Path | None:
     for path in present:
         os.replace(path, kept / path.name)
     return kept
-
-
-class OutputLock:
-    """An exclusive advisory lock on `folder/.run.lock`, holding the owner's process id."""
-
-    def __init__(self, folder: Path):
-        self.path = Path(folder) / ".run.lock"
-        self._fd: int | None = None
-
-    def __enter__(self) -> OutputLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise OutputBusy(
-                f"another run (process {owner}) is writing to {self.path.parent}; wait for it "
-                "to end, or pass another --out"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            # The file stays: removing it would let a waiting run lock a file nobody else sees.
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)
-            os.close(self._fd)  # releases the lock
-            self._fd = None
 
 
 class Transcript:

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,14 @@ import pytest
 import alemlite
 from alemlite.cli import main
 from alemlite.core.errors import ConfigError
+from alemlite.folder_lock import FolderBusy
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.base import ModelServerError
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.render.base import PromptOptions
 from llm_bridge.render.dining import DiningRenderer
 from llm_bridge.runner import InvalidRun, RunConfig, run_evaluation
-from llm_bridge.transcripts import OutputBusy, OutputWriteError
+from llm_bridge.transcripts import OutputWriteError
 from tests.llm_server import ChatServer, Faults, dining_resource_ordering
 
 PHILOSOPHERS, MAX_STEPS, EPISODES, SEED = 3, 4, 2, 3
@@ -110,9 +112,10 @@ def test_a_refusing_server_stops_the_run_at_once(env, tmp_path, status, words):
     assert isinstance(caught.value, ConfigError) and "\n" not in message
     assert f"{s.base_url}/chat/completions answered {status} for model 'scripted'" in message
     assert words in message
-    # At once: no request asked twice, and nothing after the first step's requests.
-    assert 1 <= s.log.refused <= PHILOSOPHERS * EPISODES
-    assert len(set(s.log.order)) == len(s.log.order)
+    # At once: nothing after the first step's requests, and none asked twice (the episodes
+    # start alike, so one prompt may come once from each episode).
+    assert s.log.refused >= 1 and s.log.requests <= PHILOSOPHERS * EPISODES
+    assert max(Counter(s.log.order).values()) <= EPISODES
     assert not (tmp_path / "summary.json").exists()
     assert [json.loads(row)["type"] for row in lines(tmp_path / "transcript.jsonl")] == ["header"]
 
@@ -279,21 +282,22 @@ def test_a_torn_last_line_is_set_aside_and_said(env, reference, tmp_path, capsys
 def test_a_second_run_on_one_folder_is_refused_until_the_first_is_gone(env, reference, tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from llm_bridge.transcripts import OutputLock\n"
-         f"with OutputLock({str(tmp_path)!r}):\n"
+         "import sys; from alemlite.folder_lock import hold_folder\n"
+         f"with hold_folder({str(tmp_path)!r}, '.run.lock', 'LLM evaluation', '--out'):\n"
          "    print('locked', flush=True); sys.stdin.read()"],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert holder.stdout.readline() == "locked\n"
         with ChatServer(dining_resource_ordering) as server:
-            with pytest.raises(OutputBusy) as caught:
+            with pytest.raises(FolderBusy) as caught:
                 run(env, team(server.base_url), tmp_path)
             assert server.log.requests == 0
-            assert str(caught.value) == (
-                f"another run (process {holder.pid}) is writing to {tmp_path}; wait for it to "
-                "end, or pass another --out"
+            refusal = str(caught.value)
+            assert refusal.startswith(
+                f"{tmp_path} is in use by another LLM evaluation (process {holder.pid} on "
             )
+            assert refusal.endswith("; wait for it to end or pass another --out")
             assert not (tmp_path / "transcript.jsonl").exists()
             holder.kill()  # dies holding the lock: the kernel frees it
             holder.wait(timeout=30)

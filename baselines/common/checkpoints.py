@@ -12,14 +12,9 @@ needed to rebuild the actor, small enough to ship with the package.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
-import os
 import shutil
-import socket
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +22,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from alemlite.core.errors import ConfigError, require
+from alemlite.folder_lock import hold_folder
 from baselines.common.agents import SharedActor
 from baselines.common.config import NetworkConfig
 
@@ -223,54 +219,9 @@ def _first_line(error: BaseException, limit: int = 200) -> str:
 LOCK_FILE = "train.lock"
 
 
-@contextlib.contextmanager
-def run_lock(run_dir: Path) -> Iterator[None]:
-    """Hold `run_dir/train.lock` while a run trains there; a second run is refused.
-
-    The lock is the operating system's (`flock`), so it ends with its process however
-    that process ends: a lock file left by a killed run is stale and simply taken. The
-    file names the holder (host, process id, start time) for the refusal; it is removed
-    when the run ends normally.
-    """
-    path = Path(run_dir) / LOCK_FILE
-    while True:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(descriptor)
-            raise ConfigError(
-                f"run_dir={str(run_dir)!r} is in use by another training run "
-                f"({_holder(path)}; lock {path}); wait for it to end or pass another --run-dir"
-            ) from None
-        # The holder before us may have removed the file after we opened it: lock the path's file.
-        try:
-            same = os.stat(path).st_ino == os.fstat(descriptor).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(descriptor)
-    holder = {
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    os.ftruncate(descriptor, 0)
-    os.write(descriptor, (json.dumps(holder) + "\n").encode())
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        os.close(descriptor)  # releases the lock
-
-
-def _holder(path: Path) -> str:
-    try:
-        holder = json.loads(path.read_text())
-        return f"process {holder['pid']} on {holder['host']}, started {holder['started']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "a process that is starting"
+def run_lock(run_dir: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold `run_dir/train.lock` while a run trains there; a second run is refused."""
+    return hold_folder(run_dir, LOCK_FILE, "training run", "--run-dir")
 
 
 POLICY_FILE = "policy.json"
