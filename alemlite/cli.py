@@ -81,10 +81,6 @@ def _dotted_flags(config_type: type, prefix: str = "") -> dict[str, str]:
     return flags
 
 
-# Environment fields some commands still name differently (`--philosophers`, `--agents`).
-ENVIRONMENT_ALIASES = {"num_philosophers": "philosophers", "num_agents": "agents"}
-
-
 def flag_names(config_type: type) -> dict[str, str]:
     """Config field -> the flag tyro makes of it (`num_envs` -> `--num-envs`, a nested
     `ppo.gamma` -> `--ppo.gamma`). A nested field is also found by its own name where that
@@ -95,9 +91,6 @@ def flag_names(config_type: type) -> dict[str, str]:
         leaf = name.rsplit(".", 1)[-1]
         if "." in name and leaves.count(leaf) == 1 and leaf not in flags:
             flags[leaf] = flag
-    for name, alias in ENVIRONMENT_ALIASES.items():
-        if alias in flags and name not in flags:
-            flags[name] = flags[alias]
     return flags
 
 

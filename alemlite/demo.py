@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import alemlite
-from alemlite.core.errors import require
+from alemlite.core.errors import named_as, require
+from alemlite.envs.dining.config import DiningConfig
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class DemoConfig:
     def __post_init__(self):
         require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
         require(self.train_updates >= 1, f"train_updates={self.train_updates} must be at least 1")
+        with named_as(num_philosophers="philosophers"):
+            DiningConfig(num_philosophers=self.philosophers)
 
 
 def _training(config: DemoConfig, run_dir: Path):
@@ -53,10 +55,8 @@ def _training(config: DemoConfig, run_dir: Path):
 
 def demo(config: DemoConfig) -> None:
     """A few-minute tour of alemlite; prints where every result went."""
-    # Every setting is checked before the first part runs, not minutes later.
-    alemlite.make("dining", num_philosophers=config.philosophers)
     run_dir = config.out / "ippo-dining"
-    training = _training(config, run_dir)
+    training = _training(config, run_dir)  # checked now, not after the first parts
     config.out.mkdir(parents=True, exist_ok=True)
     print(f"== Dining, N={config.philosophers}: reference policies over {config.episodes} episodes")
     print("   (under the paper reward, eating nothing scores near the top of these policies;")

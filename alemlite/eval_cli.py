@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Literal
 
 import alemlite
-from alemlite.core.errors import require
+from alemlite.core.errors import named_as, require
 from alemlite.envs.craft import parse_difficulty
+from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.dining.config import DiningConfig
 from alemlite.evaluation import evaluate
 from alemlite.report import format_table, report_path, write_report
 
@@ -39,6 +41,14 @@ class DiningEvalConfig:
             f"unknown policy {self.policy!r}; choose one of: {', '.join(sorted(DINING_POLICIES))}",
         )
         require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        with named_as(num_philosophers="philosophers"):
+            DiningConfig(
+                num_philosophers=self.philosophers,
+                max_steps=self.max_steps,
+                mode=self.mode,
+                reward=self.reward,
+                deadlock_mode=self.deadlock_mode,
+            )
 
 
 def eval_dining(config: DiningEvalConfig) -> dict:
@@ -86,6 +96,14 @@ class CraftEvalConfig:
 
     def __post_init__(self):
         require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        with named_as(num_agents="agents"):
+            CraftConfig(
+                num_agents=self.agents,
+                map_size=self.map_size,
+                max_steps=self.max_steps,
+                difficulty=parse_difficulty(self.difficulty),
+                coordination=self.coordination,
+            )
 
 
 def eval_craft(config: CraftEvalConfig) -> dict:

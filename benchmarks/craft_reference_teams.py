@@ -23,6 +23,8 @@ from tqdm import tqdm
 
 import alemlite
 from alemlite.core.environment import Environment
+from alemlite.core.errors import named_as, require_at_least
+from alemlite.envs.craft.config import CraftConfig, parse_difficulty
 from alemlite.envs.craft.policies import POLICIES
 from alemlite.evaluation import Policy, episode_keys, play_episode
 from alemlite.stats import summarise
@@ -66,6 +68,17 @@ class CraftTeamsConfig:
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require_at_least(1, episodes=self.episodes)
+        for difficulty in self.difficulties:
+            with named_as(num_agents="agents"):
+                CraftConfig(
+                    num_agents=self.agents,
+                    map_size=self.map_size,
+                    max_steps=self.max_steps,
+                    difficulty=parse_difficulty(difficulty),
+                )
 
 
 def run(config: CraftTeamsConfig) -> dict:

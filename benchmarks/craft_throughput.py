@@ -27,6 +27,8 @@ import tyro
 from tqdm import tqdm
 
 import alemlite
+from alemlite.core.errors import ConfigError, require_at_least
+from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.state import state_nbytes
 from benchmarks.harness import (
     RESULTS_DIR,
@@ -78,6 +80,26 @@ class CraftBenchConfig:
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require_at_least(
+            0, min_log2_envs=self.min_log2_envs, refresh_per_step=self.refresh_per_step
+        )
+        require_at_least(self.min_log2_envs, max_log2_envs=self.max_log2_envs)
+        require_at_least(
+            1,
+            steps_per_call=self.steps_per_call,
+            repeats=self.repeats,
+            pool_size=self.pool_size,
+            peer_envs=self.peer_envs,
+            map_size_check_envs=self.map_size_check_envs,
+        )
+        CraftConfig(num_agents=self.num_agents, map_size=self.map_size)
+        for map_size in self.map_size_check:
+            try:
+                CraftConfig(num_agents=self.num_agents, map_size=map_size)
+            except ConfigError as error:
+                raise ConfigError(f"map_size_check={self.map_size_check}: {error}") from None
 
 
 def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: bool) -> dict:

@@ -17,6 +17,8 @@ import numpy as np
 import tyro
 
 import alemlite
+from alemlite.core.errors import require_at_least
+from alemlite.envs.dining.config import DiningConfig
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
 from alemlite.stats import summarise
@@ -40,6 +42,10 @@ class DiningPoliciesConfig:
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require_at_least(1, episodes=self.episodes)
+        DiningConfig(num_philosophers=self.num_philosophers)
 
 
 def run(config: DiningPoliciesConfig) -> dict:

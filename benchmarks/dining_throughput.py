@@ -23,6 +23,7 @@ import tyro
 from tqdm import tqdm
 
 import alemlite
+from alemlite.core.errors import require_at_least
 from benchmarks.harness import (
     RESULTS_DIR,
     Timing,
@@ -55,6 +56,16 @@ class DiningBenchConfig:
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require_at_least(2, table_sizes=self.table_sizes)
+        require_at_least(0, max_log2_envs=self.max_log2_envs)
+        require_at_least(
+            1,
+            steps_per_call=self.steps_per_call,
+            repeats=self.repeats,
+            oracle_steps=self.oracle_steps,
+        )
 
 
 def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:

@@ -22,6 +22,9 @@ import numpy as np
 import tyro
 
 import alemlite
+from alemlite.core.errors import named_as, require_at_least
+from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.dining.config import DiningConfig
 from benchmarks.harness import RESULTS_DIR, output_path, write_results
 from benchmarks.provenance import begin_run
 from llm_bridge.render.base import PromptOptions
@@ -94,6 +97,17 @@ class PromptBenchConfig:
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require_at_least(
+            1,
+            dining_tables=self.dining_tables,
+            craft_worlds=self.craft_worlds,
+            repeats=self.repeats,
+        )
+        with named_as(num_philosophers="philosophers", num_agents="craft_agents"):
+            DiningConfig(num_philosophers=self.philosophers)
+            CraftConfig(num_agents=self.craft_agents)
 
 
 def run(config: PromptBenchConfig) -> dict:

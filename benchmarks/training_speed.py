@@ -25,6 +25,9 @@ import tyro
 
 import alemlite
 from alemlite.core import LogWrapper
+from alemlite.core.errors import named_as, require_at_least
+from alemlite.envs.craft.config import CraftConfig, parse_difficulty
+from alemlite.envs.dining.config import DiningConfig
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
 from benchmarks.harness import RESULTS_DIR, output_path, time_compiled, vec_rollout, write_results
@@ -58,6 +61,18 @@ class TrainingSpeedConfig:
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def __post_init__(self):
+        require_at_least(0, log2_envs=self.log2_envs)
+        require_at_least(1, num_steps=self.num_steps, repeats=self.repeats)
+        with named_as(num_philosophers="philosophers", num_agents="agents"):
+            DiningConfig(num_philosophers=self.philosophers, max_steps=self.max_steps or 30)
+            CraftConfig(
+                num_agents=self.agents,
+                map_size=self.map_size,
+                max_steps=self.max_steps or 10_000,
+                difficulty=parse_difficulty(self.difficulty),
+            )
 
 
 def measure(config: TrainingSpeedConfig) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import alemlite
-from alemlite.core.errors import require
+from alemlite.core.errors import named_as, require
 from alemlite.envs.craft import parse_difficulty
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.dining.config import DiningConfig
@@ -131,23 +131,28 @@ class EvalLLMConfig:
                 ablation in ABLATIONS or ablation.startswith("variant="),
                 f"unknown ablation {ablation!r}; choose from: {', '.join(ABLATIONS)}, variant=NAME",
             )
-        # The environment's own checks (the command names their fields by its flags).
-        if self.env == "dining":
+        # The environments' own checks, under this command's names; the other environment's
+        # options are checked alone, so that no bad number passes unseen.
+        dining_run = {
+            "max_steps": self.max_steps,
+            "mode": self.mode,
+            "reward": self.reward,
+            "deadlock_mode": self.deadlock_mode,
+        }
+        with named_as(num_philosophers="philosophers"):
             DiningConfig(
-                num_philosophers=self.philosophers,
-                max_steps=self.max_steps,
-                mode=self.mode,
-                reward=self.reward,
-                deadlock_mode=self.deadlock_mode,
+                num_philosophers=self.philosophers, **(dining_run if self.env == "dining" else {})
             )
-        else:
-            CraftConfig(
-                num_agents=self.num_agents,
-                map_size=self.map_size,
-                max_steps=self.max_steps,
-                difficulty=parse_difficulty(self.difficulty),
-                coordination=self.coordination,
-            )
+        craft_run = {
+            "max_steps": self.max_steps,
+            "difficulty": parse_difficulty(self.difficulty),
+            "coordination": self.coordination,
+        }
+        CraftConfig(
+            num_agents=self.num_agents,
+            map_size=self.map_size,
+            **(craft_run if self.env == "craft" else {}),
+        )
 
 
 def build_env(config: EvalLLMConfig):

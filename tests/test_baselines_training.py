@@ -197,12 +197,12 @@ def test_two_forced_devices_match_one_device(ippo_run, tmp_path):
         (lambda: PPOConfig(entropy_coef=-0.1), "entropy_coef=-0.1 must be at least 0"),
         (
             lambda: TrainConfig(philosophers=1),
-            "philosophers=1 must be at least 2 (a table of one has one fork)",
+            "philosophers=1 is too small; a table needs at least 2",
         ),
         (lambda: TrainConfig(pool_size=-1), "pool_size=-1 must be 0 (no pool) or positive"),
         (
             lambda: TrainConfig(env="craft", num_envs=4, refresh_per_step=5),
-            "refresh_per_step=5 must lie in 1..pool_size=4",
+            "refresh_per_step=5 must be at least 1 and at most pool_size=4",
         ),
     ],
 )

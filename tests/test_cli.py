@@ -125,3 +125,46 @@ def test_every_command_names_a_function_of_one_typed_config():
         function = _load(target)
         hints = typing.get_type_hints(function)
         assert dataclasses.is_dataclass(hints["config"]), (words, target)
+
+
+def _numeric_flags(config_type) -> list[str]:
+    """Every numeric option of a command (nested configs included), seeds left out: any
+    integer is a seed."""
+    from alemlite.cli import _dotted_flags
+
+    hints = {}
+
+    def collect(kind, prefix=""):
+        for field in dataclasses.fields(kind):
+            hint = typing.get_type_hints(kind)[field.name]
+            if dataclasses.is_dataclass(hint):
+                collect(hint, f"{prefix}{field.name}.")
+            else:
+                hints[f"{prefix}{field.name}"] = hint
+
+    collect(config_type)
+    numeric = (int, float, int | None, float | None, tuple[int, ...], tuple[float, ...])
+    return [
+        flag
+        for name, flag in _dotted_flags(config_type).items()
+        if hints[name] in numeric and "seed" not in name
+    ]
+
+
+@pytest.mark.parametrize("words", sorted(COMMANDS), ids=" ".join)
+def test_every_numeric_option_is_checked_when_the_command_line_is_read(words, monkeypatch, capsys):
+    config_type = typing.get_type_hints(_load(COMMANDS[words]))["config"]
+
+    def never_run(config):
+        raise AssertionError(f"alemlite {' '.join(words)} ran with a bad value: {config}")
+
+    never_run.__annotations__ = {"config": config_type}
+    monkeypatch.setattr("alemlite.cli._load", lambda target: never_run)
+    unchecked = []
+    for flag in _numeric_flags(config_type):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*words, f"{flag}=-1"])
+        error = capsys.readouterr().err
+        if exit_info.value.code != 2 or f"{flag}=" not in error or error.count("\n") != 1:
+            unchecked.append((flag, error))
+    assert not unchecked

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 import tyro
 
-from alemlite.core.errors import require
-from alemlite.envs.craft.config import is_difficulty, parse_difficulty
+from alemlite.core.errors import named_as, require
+from alemlite.envs.craft.config import CraftConfig, is_difficulty, parse_difficulty
+from alemlite.envs.dining.config import DiningConfig
 from baselines.common.curriculum import CurriculumConfig
 from baselines.common.group import GroupConfig
 
@@ -172,17 +173,18 @@ class TrainConfig:
             "in [0, 1] (e.g. --difficulty medium)",
         )
         require(
-            self.env != "dining" or self.curriculum.enabled or self.philosophers >= 2,
-            f"philosophers={self.philosophers} must be at least 2 (a table of one has one fork)",
-        )
-        require(
             self.pool_size is None or self.pool_size >= 0,
             f"pool_size={self.pool_size} must be 0 (no pool) or positive",
         )
         require(
-            self.resolved_pool_size == 0 or 1 <= self.refresh_per_step <= self.resolved_pool_size,
-            f"refresh_per_step={self.refresh_per_step} must lie in "
-            f"1..pool_size={self.resolved_pool_size}",
+            self.refresh_per_step >= 1
+            and (self.resolved_pool_size == 0 or self.refresh_per_step <= self.resolved_pool_size),
+            f"refresh_per_step={self.refresh_per_step} must be at least 1"
+            + (
+                f" and at most pool_size={self.resolved_pool_size}"
+                if self.resolved_pool_size
+                else ""
+            ),
         )
         require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
@@ -191,6 +193,15 @@ class TrainConfig:
             f"curriculum.sizes={list(self.curriculum.sizes)} needs env='dining' (tables of "
             "several sizes); drop --curriculum.sizes for other environments",
         )
+        # The environments' own checks under this config's names; the other environment's
+        # options are checked alone, so that no bad number passes unseen.
+        with named_as(num_philosophers="philosophers", num_agents="agents"):
+            if self.env == "dining":
+                DiningConfig(**self.env_kwargs())
+                CraftConfig(num_agents=self.agents, map_size=self.map_size)
+            else:
+                CraftConfig(**self.env_kwargs())
+                DiningConfig(num_philosophers=self.philosophers)
 
     @property
     def output_dir(self) -> Path:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from alemlite.core.errors import require
+from alemlite.core.errors import named_as, require, require_at_least
+from alemlite.envs.dining.config import DiningConfig
 from baselines.common.curriculum import CurriculumConfig
 from benchmarks.harness import RESULTS_DIR, output_path
 from benchmarks.marl_dining import FIGURES_DIR
@@ -121,15 +122,21 @@ class StudyConfig:
             "report_only=True needs the results to rebuild from: --out RESULTS_JSON (an earlier "
             "run's), or --publish for the published study",
         )
+        with named_as(num_philosophers="sizes"):
+            for size in self.sizes:
+                DiningConfig(num_philosophers=size)
+        require_at_least(1, **self._overrides())
 
-    @property
-    def budget(self) -> Budget:
-        overrides = {
+    def _overrides(self) -> dict[str, int]:
+        return {
             name: getattr(self, name)
             for name in ("num_seeds", "num_envs", "num_updates", "test_episodes", "eval_episodes")
             if getattr(self, name) is not None
         }
-        return dataclasses.replace(SCALES[self.scale], **overrides)
+
+    @property
+    def budget(self) -> Budget:
+        return dataclasses.replace(SCALES[self.scale], **self._overrides())
 
     def outputs(self) -> StudyOutputs:
         """Where this run writes; a run that publishes nothing gets a fresh folder."""

@@ -9,8 +9,9 @@ from typing import Literal
 import jax
 import numpy as np
 
-from alemlite.core.errors import require
+from alemlite.core.errors import require, require_at_least
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.policies import POLICIES
 from alemlite.envs.craft.rendering import render_map, write_gif
 
@@ -29,6 +30,10 @@ class RenderCraftConfig:
     stride: int = 2
     """keep one frame every `stride` steps"""
     fps: int = 12
+
+    def __post_init__(self):
+        require_at_least(1, steps=self.steps, stride=self.stride, fps=self.fps)
+        CraftConfig(num_agents=self.num_agents, map_size=self.map_size)
 
 
 def rollout_frames(config: RenderCraftConfig) -> np.ndarray:
