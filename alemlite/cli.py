@@ -40,6 +40,12 @@ COMMANDS: dict[tuple[str, ...], str] = {
 }
 
 
+# How an interrupted command continues (every command keeps what it wrote).
+RESUME = {
+    ("train",): "rerun it with --resume to continue from its last checkpoint",
+    ("eval-llm",): "rerun the same command to continue where it stopped",
+    ("study",): "rerun the same command: finished runs are reused",
+}
 # the second word of a two-word command, as a person calls it
 SECOND_WORD = {"eval": "environment", "render": "environment", "bench": "benchmark"}
 
@@ -127,6 +133,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise
         print(f"{prog}: error: {in_flags(str(error), config_type)}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        hint = RESUME.get(words, "run it again to start over")
+        print(f"\n{prog}: interrupted; what it wrote is kept; {hint}", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

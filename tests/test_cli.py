@@ -168,3 +168,19 @@ def test_every_numeric_option_is_checked_when_the_command_line_is_read(words, mo
         if exit_info.value.code != 2 or f"{flag}=" not in error or error.count("\n") != 1:
             unchecked.append((flag, error))
     assert not unchecked
+
+
+def test_an_interrupted_command_says_how_to_continue(monkeypatch, capsys):
+    def interrupted(config):
+        raise KeyboardInterrupt
+
+    config_type = typing.get_type_hints(_load(COMMANDS[("train",)]))["config"]
+    interrupted.__annotations__ = {"config": config_type}
+    monkeypatch.setattr("alemlite.cli._load", lambda target: interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--num-updates", "10"])
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err == (
+        "\nalemlite train: interrupted; what it wrote is kept; rerun it with --resume to "
+        "continue from its last checkpoint\n"
+    )
