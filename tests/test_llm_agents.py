@@ -43,7 +43,7 @@ def test_mixed_and_heterogeneous_team(env):
     [
         (("llm", "llm"), "lists 2 agents for 3 seats"),
         (("telepathy",), "unknown dining policy 'telepathy'"),
-        (("checkpoint:no-such-run",), "no policy named 'no-such-run'"),
+        (("checkpoint:no-such-run",), r"checkpoint:no-such-run: no such policy; choose one of"),
     ],
 )
 def test_bad_specs_name_the_fix(env, specs, message):
