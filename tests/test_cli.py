@@ -28,7 +28,9 @@ def test_eval_dining_prints_a_table_and_writes_per_episode_json(tmp_path, capsys
 
 def test_eval_craft_reports_achievements(tmp_path, capsys):
     argv = ["eval", "craft", "--policy", "random", "--episodes", "2", "--agents", "2"]
-    main([*argv, "--map-size", "16", "--max-steps", "12", "--out", str(tmp_path)])
+    # The plain world: the command is under test here, the coordination layer elsewhere.
+    argv += ["--no-coordination", "--map-size", "16", "--max-steps", "12"]
+    main([*argv, "--out", str(tmp_path)])
     (path,) = tmp_path.glob("craft_2_16_medium_random_*.json")
     report = json.loads(path.read_text())
     assert report["summary"]["episode_length"]["mean"] <= 12
