@@ -268,6 +268,15 @@ def markdown_report(
         return [f"![{alt}]({os.path.relpath(figures[name], report_dir)})", ""]
 
     command = machine["command"]
+    # Results written before `--publish` existed were all published.
+    json_name = f"coordination_study_{config['scale']}.json"
+    scale = "" if config["scale"] == "cpu" else f" --scale {config['scale']}"
+    if config.get("publish", True):
+        results_file = f"benchmarks/results/{json_name}"
+        rebuild = f"python -m benchmarks.coordination_study --report-only --publish{scale}"
+    else:
+        results_file = f"{json_name}, beside this report"
+        rebuild = f"python -m benchmarks.coordination_study --report-only --out PATH/{json_name}"
     lines = [
         "# Coordination study: group-relative training on dining",
         "",
@@ -292,7 +301,7 @@ def markdown_report(
         "",
         "```bash",
         command,
-        f"{command} --report-only   # rebuild plots and this report from the JSON",
+        f"{rebuild}   # rebuild plots and this report from the JSON",
         "```",
         "",
         f"Machine: {machine['cpu_count']} x {machine['processor']} "
@@ -300,8 +309,7 @@ def markdown_report(
         f"Python {machine['libraries']['python']}, commit {machine['commit']}, {machine['date']}. "
         f"Training wall time {results['train_wall_s'] / 60:.0f} min summed over the runs; the "
         f"invocation that wrote these results took {results['wall_s'] / 60:.0f} min (runs "
-        "finished earlier are reused, not retrained). Results: "
-        f"`benchmarks/results/coordination_study_{config['scale']}.json`.",
+        f"finished earlier are reused, not retrained). Results: `{results_file}`.",
         "",
         f"Budget of this run (`--scale {config['scale']}`) below; the presets: "
         + "; ".join(
