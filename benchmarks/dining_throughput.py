@@ -2,9 +2,9 @@
 
 Times the jitted, vmapped environment (with auto-reset) driven by hashed
 actions (env only) and by a `jax.random` uniform policy, and the plain-Python
-engine of the same rules (the tests' oracle) in the same run, then prints the
-ratio at N = 5. Writes `benchmarks/results/dining_throughput_<platform>.json`
-and a plot beside it.
+engine of the same rules (`benchmarks/reference/dining.py`, also the tests'
+oracle) in the same run, then prints the ratio at N = 5. Writes
+`benchmarks/results/dining_throughput_<platform>.json` and a plot beside it.
 
     python -m benchmarks.dining_throughput            # full CPU sweep
     alemlite bench dining --max-log2-envs 12          # the same, smaller
@@ -12,7 +12,6 @@ and a plot beside it.
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,9 +33,9 @@ from benchmarks.harness import (
     write_results,
 )
 from benchmarks.provenance import begin_run
+from benchmarks.reference.dining import DiningOracle
 
 PLOT_LABELS = {"hashed": "env only", "uniform_random": "random policy"}
-ORACLE_PATH = Path(__file__).resolve().parents[1] / "tests" / "oracles" / "dining.py"
 
 
 @dataclass(frozen=True)
@@ -69,10 +68,7 @@ class DiningBenchConfig:
 
 
 def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
-    spec = importlib.util.spec_from_file_location("dining_oracle", ORACLE_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    oracle = module.DiningOracle(num_philosophers=num_philosophers)
+    oracle = DiningOracle(num_philosophers=num_philosophers)
     rng = random.Random(0)
     actions = [[rng.randrange(4) for _ in range(num_philosophers)] for _ in range(steps)]
 

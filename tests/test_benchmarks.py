@@ -1,6 +1,10 @@
 """The benchmark scripts run end to end and write what the README quotes (no timing asserted)."""
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -30,3 +34,20 @@ def test_dining_benchmark_writes_results_with_the_python_engine_ratio(tmp_path):
     assert {row["num_envs"] for row in result["sweep"]} == {1, 2}
     assert result["best"]["N3_hashed"]["ratio_to_python"] > 0
     assert (tmp_path / f"dining_throughput_{jax.devices()[0].platform}.png").stat().st_size > 0
+
+
+def test_dining_benchmark_times_the_python_engine_without_the_tests_folder(tmp_path):
+    # An installed package has no tests/ beside benchmarks/: run a copy of benchmarks/ alone.
+    source = Path(__file__).resolve().parents[1] / "benchmarks"
+    shutil.copytree(source, tmp_path / "benchmarks", ignore=shutil.ignore_patterns("results"))
+    script = (
+        "import benchmarks, benchmarks.dining_throughput as bench;"
+        "print(benchmarks.__file__);"
+        "print(bench._oracle_timing(3, 20, 1).median_s > 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    package_file, timed = done.stdout.split()
+    assert Path(package_file).is_relative_to(tmp_path) and timed == "True"

@@ -20,7 +20,7 @@ from alemlite.envs.dining.max_meals import (
     max_meals_table,
     meals_by_step,
 )
-from tests.oracles.dining import (
+from benchmarks.reference.dining import (
     FREE,
     GRAB_LEFT,
     GRAB_RIGHT,
@@ -30,7 +30,7 @@ from tests.oracles.dining import (
     is_deadlocked,
     table_step,
 )
-from tests.oracles.dining import max_meals as oracle_max_meals
+from benchmarks.reference.dining import max_meals as oracle_max_meals
 
 
 def most_meals_by_search(num_philosophers: int, max_steps: int) -> list[int]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from alemlite import metrics
-from tests.oracles.dining import jain_index, normalised_gini
+from benchmarks.reference.dining import jain_index, normalised_gini
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import alemlite
-from tests.oracles.dining import DiningOracle
+from benchmarks.reference.dining import DiningOracle
 
 STEPS = 10
 
