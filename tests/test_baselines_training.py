@@ -218,7 +218,7 @@ def test_command_line_parses_into_the_typed_config():
 
     import tyro
 
-    from alemlite.cli import COMMANDS, _load
+    from alemlite_app.cli import COMMANDS, _load
 
     main = _load(COMMANDS[("train",)])
     config_type = typing.get_type_hints(main)["config"]

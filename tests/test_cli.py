@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from alemlite.cli import COMMANDS, _load, flag_names, main
 from alemlite.core import ConfigError
-from alemlite.demo import DemoConfig, _training
+from alemlite_app.cli import COMMANDS, _load, flag_names, main
+from alemlite_app.demo import DemoConfig, _training
 
 
 def test_eval_dining_prints_a_table_and_writes_per_episode_json(tmp_path, capsys):
@@ -106,7 +106,7 @@ def test_unknown_environment_is_named_with_the_environments(capsys):
 
 def test_the_command_exits_2_with_one_line_and_no_traceback(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "alemlite.cli", "eval", "craft", "--episodes", "0"],
+        [sys.executable, "-m", "alemlite_app.cli", "eval", "craft", "--episodes", "0"],
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
@@ -132,7 +132,7 @@ def test_every_command_names_a_function_of_one_typed_config():
 def _numeric_flags(config_type) -> list[str]:
     """Every numeric option of a command (nested configs included), seeds left out: any
     integer is a seed."""
-    from alemlite.cli import _dotted_flags
+    from alemlite_app.cli import _dotted_flags
 
     hints = {}
 
@@ -161,7 +161,7 @@ def test_every_numeric_option_is_checked_when_the_command_line_is_read(words, mo
         raise AssertionError(f"alemlite {' '.join(words)} ran with a bad value: {config}")
 
     never_run.__annotations__ = {"config": config_type}
-    monkeypatch.setattr("alemlite.cli._load", lambda target: never_run)
+    monkeypatch.setattr("alemlite_app.cli._load", lambda target: never_run)
     unchecked = []
     for flag in _numeric_flags(config_type):
         with pytest.raises(SystemExit) as exit_info:
@@ -178,7 +178,7 @@ def test_an_interrupted_command_says_how_to_continue(monkeypatch, capsys):
 
     config_type = typing.get_type_hints(_load(COMMANDS[("train",)]))["config"]
     interrupted.__annotations__ = {"config": config_type}
-    monkeypatch.setattr("alemlite.cli._load", lambda target: interrupted)
+    monkeypatch.setattr("alemlite_app.cli._load", lambda target: interrupted)
     with pytest.raises(SystemExit) as exit_info:
         main(["train", "--num-updates", "10"])
     assert exit_info.value.code == 130

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from alemlite.cli import main
 from alemlite.core.errors import ConfigError
 from alemlite.eval_cli import CraftEvalConfig, DiningEvalConfig
 from alemlite.report import write_report
+from alemlite_app.cli import main
 from llm_bridge.compare import CompareConfig, compare_command, mismatched_settings
 from llm_bridge.transcripts import Transcript
 

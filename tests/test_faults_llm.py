@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import alemlite
-from alemlite.cli import main
 from alemlite.core.errors import ConfigError
 from alemlite.folder_lock import FolderBusy
+from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.base import ModelServerError
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from alemlite.cli import main
 from alemlite.core.errors import ConfigError
 from alemlite.report import read_episodes, write_report
 from alemlite.stats import hedges_g, mann_whitney_u, welch_t_test
+from alemlite_app.cli import main
 from llm_bridge.compare import compare_results
 from llm_bridge.transcripts import read_records
 from tests.llm_server import ChatServer, Faults, dining_resource_ordering

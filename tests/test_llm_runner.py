@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 import alemlite
-from alemlite.cli import main
 from alemlite.core.errors import ConfigError
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
+from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent, checkpoint_agent, scripted_agent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.render.base import PromptOptions
@@ -240,7 +240,7 @@ def test_a_killed_process_resumes_without_losing_or_repeating_turns(env, direct,
     with ChatServer(dining_resource_ordering, Faults(slow=1.0, slow_s=0.05)) as server:
         arguments[2] = server.base_url
         process = subprocess.Popen(
-            [sys.executable, "-m", "alemlite.cli", *arguments],
+            [sys.executable, "-m", "alemlite_app.cli", *arguments],
             cwd=Path(__file__).resolve().parents[1],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

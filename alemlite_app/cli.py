@@ -24,7 +24,7 @@ from alemlite.core.errors import ConfigError
 
 # command words -> "module:function"
 COMMANDS: dict[tuple[str, ...], str] = {
-    ("demo",): "alemlite.demo:demo",
+    ("demo",): "alemlite_app.demo:demo",
     ("eval", "dining"): "alemlite.eval_cli:eval_dining",
     ("eval", "craft"): "alemlite.eval_cli:eval_craft",
     ("eval-llm",): "llm_bridge.cli:eval_llm",
