@@ -26,9 +26,8 @@ from alemlite.core.vec import VecEnv
 from baselines.common import rollout as rollouts
 from baselines.common.agents import SharedActor
 from baselines.common.algorithm import Runner
-from baselines.common.config import TrainConfig
+from baselines.common.config import GroupConfig, TrainConfig
 from baselines.common.group import (
-    GroupConfig,
     env_major,
     episode_returns,
     first_episode_mask,

@@ -14,8 +14,8 @@ import jax
 
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
-from baselines.common.config import TrainConfig
-from baselines.common.group import GroupConfig, set_log_ratio
+from baselines.common.config import GroupConfig, TrainConfig
+from baselines.common.group import set_log_ratio
 from baselines.common.ppo import clipped_surrogate
 from baselines.grpo import GRPO
 

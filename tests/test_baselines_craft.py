@@ -10,8 +10,7 @@ import pytest
 import alemlite
 import baselines
 from alemlite.core.errors import ConfigError
-from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
-from baselines.common.group import GroupConfig
+from baselines.common.config import GroupConfig, NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.trainer import build_algorithm
 
 # Tiny on purpose: one compile per method is the cost. Episodes (6 steps) end inside every

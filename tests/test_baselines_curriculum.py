@@ -13,15 +13,14 @@ import tyro
 import alemlite
 from alemlite.core.errors import ConfigError
 from baselines.common.checkpoints import RunCheckpoints
-from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
-from baselines.common.curriculum import (
+from baselines.common.config import (
     CurriculumConfig,
-    StageTracker,
-    observe,
-    restart_tables,
-    table_sizes,
+    GroupConfig,
+    NetworkConfig,
+    PPOConfig,
+    TrainConfig,
 )
-from baselines.common.group import GroupConfig
+from baselines.common.curriculum import StageTracker, observe, restart_tables, table_sizes
 from baselines.common.trainer import compiled_program, stage_tables, train
 from baselines.grpo import GRPO
 

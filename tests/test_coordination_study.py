@@ -7,7 +7,7 @@ import pytest
 
 from alemlite.core.errors import ConfigError
 from alemlite.stats import hedges_g, welch_t_test
-from baselines.common.curriculum import CurriculumConfig
+from baselines.common.config import CurriculumConfig
 from baselines.common.reporting import to_json
 from benchmarks.study.config import SCALES, StudyConfig
 from benchmarks.study.main import run as run_study

@@ -10,10 +10,9 @@ from optax.tree_utils import tree_get_all_with_path
 
 import alemlite
 from alemlite.core.errors import ConfigError
-from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
+from baselines.common.config import GroupConfig, NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.group import (
     ADVANTAGE_EPS,
-    GroupConfig,
     episode_returns,
     first_episode_mask,
     group_advantages,

@@ -20,9 +20,14 @@ import pytest
 
 import alemlite
 from baselines.common.agents import SharedActor
-from baselines.common.config import ALGORITHMS, NetworkConfig, PPOConfig, TrainConfig
+from baselines.common.config import (
+    ALGORITHMS,
+    GroupConfig,
+    NetworkConfig,
+    PPOConfig,
+    TrainConfig,
+)
 from baselines.common.evaluation import SeedEvaluator
-from baselines.common.group import GroupConfig
 from baselines.common.trainer import build_algorithm
 
 HORIZON = 12

@@ -2,12 +2,15 @@
 
 Static choices (network sizes, batch shapes) are hashed into the compiled update;
 a run directory keeps them as `config.json` so that `--resume` can check them.
+Plain data only: this module imports nothing from `baselines`, so every module with
+behaviour (curriculum, group methods, algorithms, networks) can import it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,8 +20,6 @@ import tyro
 from alemlite.core.errors import named_as, require
 from alemlite.envs.craft.config import CraftConfig, is_difficulty, parse_difficulty
 from alemlite.envs.dining.config import DiningConfig
-from baselines.common.curriculum import CurriculumConfig
-from baselines.common.group import GroupConfig
 
 # algorithm name -> "module:Class" implementing `baselines.common.algorithm.Algorithm`
 ALGORITHMS = {
@@ -74,6 +75,72 @@ class PPOConfig:
         require(
             self.num_minibatches >= 1, f"num_minibatches={self.num_minibatches} must be at least 1"
         )
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Settings of the group-relative algorithms (the rest comes from `TrainConfig.ppo`)."""
+
+    group_size: int = 8
+    """Rollouts per start state (G); `num_envs` must be a multiple of it."""
+    returns: Literal["team", "agent"] = "team"
+    """What a group compares: the team's return (mean over seats in play, the same advantage
+    for every seat) or each seat's own return against the same seat in the other members.
+    SRPO needs "team" (one advantage per set)."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL penalty towards the frozen initial policy; 0: no reference kept."""
+    kl_budget: float = 0.02
+    """TeamTR: the most KL(before || after) one seat's update may take, on that seat's states."""
+    backtrack_steps: int = 8
+    """TeamTR: halvings of a seat's step tried when its update overshoots the budget."""
+
+    def __post_init__(self):
+        require(
+            self.group_size >= 2,
+            f"group_size={self.group_size} must be at least 2 (a group of one has no spread)",
+        )
+        require(
+            self.returns in ("team", "agent"),
+            f"returns={self.returns!r}; choose 'team' or 'agent'",
+        )
+        require(self.kl_coef >= 0, f"kl_coef={self.kl_coef} must be 0 (off) or positive")
+        require(self.kl_budget > 0, f"kl_budget={self.kl_budget} must be positive")
+        require(
+            self.backtrack_steps >= 1, f"backtrack_steps={self.backtrack_steps} must be at least 1"
+        )
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    sizes: tuple[int, ...] = ()
+    """dining: table sizes in the order they are trained (e.g. 5 10 15); empty: no curriculum."""
+    patience: int = 2
+    """Evaluations without improvement at the current size before the next size starts."""
+    min_improvement: float = 0.05
+    """Smallest rise of the validation return that counts as an improvement."""
+    mix: float = 0.0
+    """Fraction of tables that replay earlier sizes once past the first stage."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "sizes", tuple(self.sizes))  # a list from config.json
+        require(
+            all(isinstance(size, int) and size >= 2 for size in self.sizes),
+            f"curriculum.sizes={list(self.sizes)} must be table sizes of at least 2",
+        )
+        require(
+            all(a < b for a, b in zip(self.sizes, self.sizes[1:], strict=False)),
+            f"curriculum.sizes={list(self.sizes)} must increase (smallest table first)",
+        )
+        require(self.patience >= 1, f"curriculum.patience={self.patience} must be at least 1")
+        require(
+            math.isfinite(self.min_improvement) and self.min_improvement >= 0,
+            f"curriculum.min_improvement={self.min_improvement} must be a finite number >= 0",
+        )
+        require(0 <= self.mix < 1, f"curriculum.mix={self.mix} must lie in [0, 1)")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.sizes)
 
 
 @dataclass(frozen=True)

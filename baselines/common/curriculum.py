@@ -16,52 +16,16 @@ so a resumed run advances exactly where the uninterrupted one did.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from alemlite.core.errors import require
 from baselines.common import rollout as rollouts
-
-if TYPE_CHECKING:  # config.py imports this module, and the algorithm imports config.py
-    from baselines.common.algorithm import Runner
-
-
-@dataclass(frozen=True)
-class CurriculumConfig:
-    sizes: tuple[int, ...] = ()
-    """dining: table sizes in the order they are trained (e.g. 5 10 15); empty: no curriculum."""
-    patience: int = 2
-    """Evaluations without improvement at the current size before the next size starts."""
-    min_improvement: float = 0.05
-    """Smallest rise of the validation return that counts as an improvement."""
-    mix: float = 0.0
-    """Fraction of tables that replay earlier sizes once past the first stage."""
-
-    def __post_init__(self):
-        object.__setattr__(self, "sizes", tuple(self.sizes))  # a list from config.json
-        require(
-            all(isinstance(size, int) and size >= 2 for size in self.sizes),
-            f"curriculum.sizes={list(self.sizes)} must be table sizes of at least 2",
-        )
-        require(
-            all(a < b for a, b in zip(self.sizes, self.sizes[1:], strict=False)),
-            f"curriculum.sizes={list(self.sizes)} must increase (smallest table first)",
-        )
-        require(self.patience >= 1, f"curriculum.patience={self.patience} must be at least 1")
-        require(
-            math.isfinite(self.min_improvement) and self.min_improvement >= 0,
-            f"curriculum.min_improvement={self.min_improvement} must be a finite number >= 0",
-        )
-        require(0 <= self.mix < 1, f"curriculum.mix={self.mix} must lie in [0, 1)")
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.sizes)
+from baselines.common.algorithm import Runner
+from baselines.common.config import CurriculumConfig
 
 
 # ---- the plateau rule (host side) ------------------------------------------------------

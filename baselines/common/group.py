@@ -12,50 +12,12 @@ tests share exactly one definition of each quantity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import jax
 import jax.numpy as jnp
-
-from alemlite.core.errors import require
 
 # Added to a group's standard deviation: a group whose members all scored the same
 # gets advantage 0 rather than 0 / 0.
 ADVANTAGE_EPS = 1e-4
-
-
-@dataclass(frozen=True)
-class GroupConfig:
-    """Settings of the group-relative algorithms (the rest comes from `TrainConfig.ppo`)."""
-
-    group_size: int = 8
-    """Rollouts per start state (G); `num_envs` must be a multiple of it."""
-    returns: Literal["team", "agent"] = "team"
-    """What a group compares: the team's return (mean over seats in play, the same advantage
-    for every seat) or each seat's own return against the same seat in the other members.
-    SRPO needs "team" (one advantage per set)."""
-    kl_coef: float = 0.0
-    """Weight of the k3 KL penalty towards the frozen initial policy; 0: no reference kept."""
-    kl_budget: float = 0.02
-    """TeamTR: the most KL(before || after) one seat's update may take, on that seat's states."""
-    backtrack_steps: int = 8
-    """TeamTR: halvings of a seat's step tried when its update overshoots the budget."""
-
-    def __post_init__(self):
-        require(
-            self.group_size >= 2,
-            f"group_size={self.group_size} must be at least 2 (a group of one has no spread)",
-        )
-        require(
-            self.returns in ("team", "agent"),
-            f"returns={self.returns!r}; choose 'team' or 'agent'",
-        )
-        require(self.kl_coef >= 0, f"kl_coef={self.kl_coef} must be 0 (off) or positive")
-        require(self.kl_budget > 0, f"kl_budget={self.kl_budget} must be positive")
-        require(
-            self.backtrack_steps >= 1, f"backtrack_steps={self.backtrack_steps} must be at least 1"
-        )
 
 
 def env_major(tree):

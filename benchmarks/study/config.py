@@ -9,7 +9,7 @@ from typing import Literal
 
 from alemlite.core.errors import named_as, require, require_at_least
 from alemlite.envs.dining.config import DiningConfig
-from baselines.common.curriculum import CurriculumConfig
+from baselines.common.config import CurriculumConfig
 from benchmarks.harness import RESULTS_DIR, output_path
 from benchmarks.marl_dining import FIGURES_DIR
 

@@ -16,8 +16,7 @@ import numpy as np
 import alemlite
 from alemlite.evaluation import evaluate
 from baselines.common.checkpoints import RunCheckpoints
-from baselines.common.config import TrainConfig
-from baselines.common.curriculum import CurriculumConfig
+from baselines.common.config import CurriculumConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, to_json
 from baselines.common.trainer import compiled_program, train
 from baselines.train import reference_policies
