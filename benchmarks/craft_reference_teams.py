@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import jax
 import tyro
@@ -28,8 +27,7 @@ from alemlite.envs.craft.config import CraftConfig, parse_difficulty
 from alemlite.envs.craft.policies import POLICIES
 from alemlite.evaluation import Policy, episode_keys, play_episode
 from alemlite.stats import summarise
-from benchmarks.harness import RESULTS_DIR, format_interval, output_path, write_results
-from benchmarks.provenance import begin_run
+from benchmarks.harness import ResultsFolder, format_interval, write_results
 
 REPORTED = (
     "episode_return",
@@ -51,7 +49,7 @@ REPORTED = (
 
 
 @dataclass(frozen=True)
-class CraftTeamsConfig:
+class CraftTeamsConfig(ResultsFolder):
     """Evaluate the random and the scripted team at every difficulty preset."""
 
     teams: tuple[str, ...] = ("random", "team")
@@ -61,13 +59,6 @@ class CraftTeamsConfig:
     agents: int = 3
     map_size: int = 48
     seed: int = 0
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
-    publish: bool = False
-    """Write the published results in benchmarks/results/, replacing them."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
         require_at_least(1, episodes=self.episodes)
@@ -83,8 +74,7 @@ class CraftTeamsConfig:
 
 def run(config: CraftTeamsConfig) -> dict:
     """Evaluate every (team, difficulty) pair, print a markdown table and write the JSON."""
-    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "craft_reference_teams")
-    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
+    out_dir, provenance = config.begin("craft_reference_teams")
     started = time.perf_counter()
 
     def make(difficulty: str):

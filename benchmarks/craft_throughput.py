@@ -31,14 +31,12 @@ from alemlite.core.errors import ConfigError, require_at_least
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.state import state_nbytes
 from benchmarks.harness import (
-    RESULTS_DIR,
+    ResultsFolder,
     hash_actions,
-    output_path,
     time_compiled,
     vec_rollout,
     write_results,
 )
-from benchmarks.provenance import begin_run
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 PEER_SETUP = {
@@ -51,7 +49,7 @@ PLOT_LABELS = {"hashed": "env only (hashed actions)", "uniform_random": "random 
 
 
 @dataclass(frozen=True)
-class CraftBenchConfig:
+class CraftBenchConfig(ResultsFolder):
     """Measure Craft throughput (JSON + plot under benchmarks/results/)."""
 
     num_agents: int = 3
@@ -73,13 +71,6 @@ class CraftBenchConfig:
     map_size_check: tuple[int, ...] = (16, 48, 128)
     """map sizes at which `step` alone (no reset) is timed, to show it ignores the map"""
     map_size_check_envs: int = 512
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
-    publish: bool = False
-    """Write the published results in benchmarks/results/, replacing them."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
         require_at_least(
@@ -196,8 +187,7 @@ def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
 
 def run(config: CraftBenchConfig) -> dict:
     """Sweep Craft throughput; time peers side by side where their venvs are given."""
-    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "craft_throughput")
-    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
+    out_dir, provenance = config.begin("craft_throughput")
     env = alemlite.make("craft", num_agents=config.num_agents, map_size=config.map_size)
     state = jax.jit(env.generate)(jax.random.PRNGKey(0), env.default_params)
     sizes = [2**power for power in range(config.min_log2_envs, config.max_log2_envs + 1)]

@@ -11,7 +11,6 @@ intervals (Student-t; Wilson for the deadlock rate) to
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import tyro
@@ -22,26 +21,18 @@ from alemlite.envs.dining.config import DiningConfig
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
 from alemlite.stats import summarise
-from benchmarks.harness import RESULTS_DIR, format_interval, output_path, write_results
-from benchmarks.provenance import begin_run
+from benchmarks.harness import ResultsFolder, format_interval, write_results
 
 REWARDS = ("shaped", "paper")
 
 
 @dataclass(frozen=True)
-class DiningPoliciesConfig:
+class DiningPoliciesConfig(ResultsFolder):
     """Evaluate every scripted dining policy under both rewards."""
 
     episodes: int = 300
     num_philosophers: int = 5
     seed: int = 0
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
-    publish: bool = False
-    """Write the published results in benchmarks/results/, replacing them."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
         require_at_least(1, episodes=self.episodes)
@@ -50,8 +41,7 @@ class DiningPoliciesConfig:
 
 def run(config: DiningPoliciesConfig) -> dict:
     """Evaluate the policies, print the table and write the JSON; returns the payload."""
-    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "dining_reference_policies")
-    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
+    out_dir, provenance = config.begin("dining_reference_policies")
     policies: dict[str, dict] = {}
     for name, policy in sorted(DINING_POLICIES.items()):
         policies[name] = {}

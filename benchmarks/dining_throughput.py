@@ -24,22 +24,20 @@ from tqdm import tqdm
 import alemlite
 from alemlite.core.errors import require_at_least
 from benchmarks.harness import (
-    RESULTS_DIR,
+    ResultsFolder,
     Timing,
-    output_path,
     time_compiled,
     time_python,
     vec_rollout,
     write_results,
 )
-from benchmarks.provenance import begin_run
 from benchmarks.reference.dining import DiningOracle
 
 PLOT_LABELS = {"hashed": "env only", "uniform_random": "random policy"}
 
 
 @dataclass(frozen=True)
-class DiningBenchConfig:
+class DiningBenchConfig(ResultsFolder):
     """Measure dining throughput (JSON + plot under benchmarks/results/)."""
 
     table_sizes: tuple[int, ...] = (5, 10, 15)
@@ -48,13 +46,6 @@ class DiningBenchConfig:
     steps_per_call: int = 128
     repeats: int = 5
     oracle_steps: int = 20_000
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
-    publish: bool = False
-    """Write the published results in benchmarks/results/, replacing them."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
         require_at_least(2, table_sizes=self.table_sizes)
@@ -84,8 +75,7 @@ def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
 
 def run(config: DiningBenchConfig) -> dict:
     """Sweep dining throughput and compare with the plain-Python engine."""
-    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "dining_throughput")
-    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
+    out_dir, provenance = config.begin("dining_throughput")
     sweep = []
     sizes = [2**power for power in range(config.max_log2_envs + 1)]
     points = [(n, b, policy) for n in config.table_sizes for b in sizes for policy in (False, True)]

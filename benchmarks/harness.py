@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from alemlite.core.errors import require
 from benchmarks.peers import protocol
 from benchmarks.peers.protocol import hash_actions
-from benchmarks.provenance import RunProvenance
+from benchmarks.provenance import RunProvenance, begin_run
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # Unpublished runs: one fresh folder per run, runs/bench/BENCHMARK/UTC-TIME.
@@ -98,6 +98,24 @@ def refuse_earlier_runs(run_dirs: Iterable[Path], reuse_runs: bool) -> None:
         f"{earlier[0] if earlier else ''} holds an earlier run; pass --reuse-runs to collect or "
         "resume it, or --runs-dir to train elsewhere (or remove it to train it again)",
     )
+
+
+@dataclass(frozen=True)
+class ResultsFolder:
+    """The output options of every benchmark that writes one results folder."""
+
+    out_dir: Path | None = None
+    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
+    with --publish)."""
+    publish: bool = False
+    """Write the published results in benchmarks/results/, replacing them."""
+    allow_dirty: bool = False
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    def begin(self, benchmark: str) -> tuple[Path, RunProvenance]:
+        """The folder this run writes and its provenance, checked before any work."""
+        out_dir = output_path(self.out_dir, self.publish, RESULTS_DIR, benchmark)
+        return out_dir, begin_run([out_dir], self.allow_dirty, self.publish)
 
 
 def write_results(name: str, payload: dict[str, Any], out_dir: Path, run: RunProvenance) -> Path:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +24,7 @@ import alemlite
 from alemlite.core.errors import named_as, require_at_least
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.dining.config import DiningConfig
-from benchmarks.harness import RESULTS_DIR, output_path, write_results
-from benchmarks.provenance import begin_run
+from benchmarks.harness import ResultsFolder, write_results
 from llm_bridge.render.base import PromptOptions
 from llm_bridge.render.craft import CraftRenderer
 from llm_bridge.render.dining import DiningRenderer
@@ -82,7 +80,7 @@ def measure(env, renderer, options: PromptOptions, num_envs: int, repeats: int) 
 
 
 @dataclass(frozen=True)
-class PromptBenchConfig:
+class PromptBenchConfig(ResultsFolder):
     """Measure prompts per second serialised from a batch (JSON under benchmarks/results/)."""
 
     dining_tables: int = 2048
@@ -90,13 +88,6 @@ class PromptBenchConfig:
     craft_worlds: int = 256
     craft_agents: int = 3
     repeats: int = 10
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
-    publish: bool = False
-    """Write the published results in benchmarks/results/, replacing them."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
         require_at_least(
@@ -112,8 +103,7 @@ class PromptBenchConfig:
 
 def run(config: PromptBenchConfig) -> dict:
     """Time the batched dining and Craft serialisers, transfer included."""
-    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "prompt_throughput")
-    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
+    out_dir, provenance = config.begin("prompt_throughput")
     dining = alemlite.make("dining", num_philosophers=config.philosophers)
     craft = alemlite.make("craft", num_agents=config.craft_agents)
     dining_renderer, craft_renderer = DiningRenderer.for_env(dining), CraftRenderer(craft)

@@ -30,12 +30,11 @@ from alemlite.envs.craft.config import CraftConfig, parse_difficulty
 from alemlite.envs.dining.config import DiningConfig
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
-from benchmarks.harness import RESULTS_DIR, output_path, time_compiled, vec_rollout, write_results
-from benchmarks.provenance import begin_run
+from benchmarks.harness import ResultsFolder, time_compiled, vec_rollout, write_results
 
 
 @dataclass(frozen=True)
-class TrainingSpeedConfig:
+class TrainingSpeedConfig(ResultsFolder):
     """Time whole training updates against env-only rollouts (JSON and plot in results/)."""
 
     env: Literal["dining", "craft"] = "dining"
@@ -54,13 +53,6 @@ class TrainingSpeedConfig:
     num_steps: int = 32
     network: NetworkConfig = field(default_factory=NetworkConfig)
     repeats: int = 5
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
-    publish: bool = False
-    """Write the published results in benchmarks/results/, replacing them."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
         require_at_least(0, log2_envs=self.log2_envs)
@@ -174,8 +166,7 @@ def plot(result: dict, algorithms: tuple[str, ...], path: Path) -> None:
 
 
 def main(config: TrainingSpeedConfig) -> None:
-    out_dir = output_path(config.out_dir, config.publish, RESULTS_DIR, "training_speed")
-    provenance = begin_run([out_dir], config.allow_dirty, config.publish)
+    out_dir, provenance = config.begin("training_speed")
     result = measure(config)
     name = f"training_speed_{config.env}"
     path = write_results(name, result, out_dir, provenance)
