@@ -223,16 +223,19 @@ def test_switches_drop_their_lines(scene, switch):
         assert "mod 3" not in system and "request_" not in system
 
 
-def test_numpy_twins_match_the_environment():
+def test_the_prompts_state_the_environments_own_handover_windows_and_quorums():
+    # The renderer reads the rules from the environment; here, that reading stays exact
+    # across the whole difficulty range and at the ends of every window.
     alpha = np.linspace(0.0, 1.0, 101, dtype=np.float32)
     low, high = handover_window_range(alpha)
     np.testing.assert_array_equal(low, tasks.handover_window(alpha, np.zeros_like(alpha)))
     np.testing.assert_array_equal(high, tasks.handover_window(alpha, np.full_like(alpha, 0.999)))
+    assert (low[0], high[0], low[-1], high[-1]) == (12, 24, 3, 6)
     byte = (np.arange(C.QUORUM_LEVELS, dtype=np.uint8) << C.TASK_KIND_BITS)[:, None]
     for agents in (1, 2, 3, 5):
-        np.testing.assert_array_equal(
-            quorum(byte, alpha[None, :], agents), tasks.quorum(byte, alpha[None, :], agents)
-        )
+        needed = quorum(byte, alpha[None, :], agents)
+        np.testing.assert_array_equal(needed, tasks.quorum(byte, alpha[None, :], agents))
+        assert needed.min() == min(2, agents) and needed.max() == agents
 
 
 def test_documented_example_is_what_the_code_writes(team_env, scene):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft import tasks
 from llm_bridge.render.base import load_prompt
 
 # Coordination actions by name prefix; the base actions are the rest.
@@ -70,18 +71,15 @@ def batch_param(params: Any, name: str, batch_shape: tuple[int, ...]) -> np.ndar
 
 
 def quorum(byte: np.ndarray, alpha: np.ndarray, num_agents: int) -> np.ndarray:
-    """Agents a sync needs (numpy twin of `tasks.quorum`)."""
-    roll = byte.astype(np.int32) >> C.TASK_KIND_BITS
-    return np.minimum(np.where(roll < alpha * C.QUORUM_LEVELS, num_agents, 2), num_agents)
+    """Agents a sync needs: the environment's own rule (`tasks.quorum`), on host arrays."""
+    return np.asarray(tasks.quorum(byte, np.asarray(alpha, np.float32), num_agents))
 
 
 def handover_window_range(alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Shortest and longest window a handover started at `alpha` may get
-    (numpy twin of `tasks.handover_window` at rolls 0 and 1)."""
-    alpha = np.asarray(alpha, np.float32)
-    low = np.maximum(3, np.ceil(12 * (1 - alpha))).astype(np.int64)
-    high = np.maximum(6, np.ceil(24 * (1 - alpha))).astype(np.int64)
-    return low, high
+    """Shortest and longest window a handover started at `alpha` may get: the environment's
+    own rule (`tasks.handover_window_range`), on host arrays."""
+    low, high = tasks.handover_window_range(np.asarray(alpha, np.float32))
+    return np.asarray(low), np.asarray(high)
 
 
 def _do_gives(material: int) -> str:

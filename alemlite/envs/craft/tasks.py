@@ -57,10 +57,16 @@ def quorum(byte: jax.Array, alpha: jax.Array, num_agents: int) -> jax.Array:
     return jnp.minimum(needed, num_agents)
 
 
-def handover_window(alpha: jax.Array, roll: jax.Array) -> jax.Array:
-    """A window drawn uniformly from the difficulty's range."""
+def handover_window_range(alpha: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Shortest and longest window a handover started at difficulty `alpha` may get."""
     low = jnp.maximum(3, jnp.ceil(12 * (1 - alpha))).astype(jnp.int32)
     high = jnp.maximum(6, jnp.ceil(24 * (1 - alpha))).astype(jnp.int32)
+    return low, high
+
+
+def handover_window(alpha: jax.Array, roll: jax.Array) -> jax.Array:
+    """A window drawn uniformly from the difficulty's range."""
+    low, high = handover_window_range(alpha)
     return low + jnp.floor(roll * (high - low + 1)).astype(jnp.int32)
 
 
