@@ -28,11 +28,15 @@ def format_table(summary: Mapping[str, Mapping[str, Any]], title: str = "") -> s
     return "\n".join(([title] if title else []) + lines)
 
 
+def fingerprint(parts: Mapping[str, Any], length: int = 16) -> str:
+    """A stable hash of everything that decides a result (JSON with sorted keys)."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
 def config_fingerprint(config: Mapping[str, Any]) -> str:
     """A short stable hash of a config (its output location left out)."""
-    decisive = {name: value for name, value in config.items() if name != "out"}
-    text = json.dumps(decisive, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
+    return fingerprint({name: value for name, value in config.items() if name != "out"}, 10)
 
 
 def report_path(out: Path, label: str, config: Mapping[str, Any]) -> Path:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import json
 import math
 import sys
@@ -42,7 +41,7 @@ from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
 from alemlite.evaluation import episode_keys, step_keys
 from alemlite.folder_lock import hold_folder
-from alemlite.report import format_table
+from alemlite.report import fingerprint, format_table
 from alemlite.stats import summarise
 from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
 from llm_bridge.clients.base import ChatMessages, Completion
@@ -160,12 +159,6 @@ def _headline(counts: dict[str, int]) -> str:
         f"LLM turns: {counts['answered']} answered, {counts['failed']} failed, "
         f"{counts['unparsed']} unparsed (of {counts['total']})"
     )
-
-
-def fingerprint(parts: dict[str, Any]) -> str:
-    """A stable hash of everything that decides a run's transcript."""
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class _BatchProgram:
