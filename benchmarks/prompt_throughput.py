@@ -22,12 +22,12 @@ import tyro
 
 import alemlite
 from alemlite.core.errors import named_as, require_at_least
+from alemlite.core.prompting import PromptOptions
 from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.prompting import CraftRenderer
 from alemlite.envs.dining.config import DiningConfig
+from alemlite.envs.dining.prompting import DiningRenderer
 from benchmarks.harness import ResultsFolder, write_results
-from llm_bridge.render.base import PromptOptions
-from llm_bridge.render.craft import CraftRenderer
-from llm_bridge.render.dining import DiningRenderer
 
 MESSAGE = "I will wait for you to eat first, then take the fork on my left."
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import alemlite
 from alemlite.core.errors import named_as, require
+from alemlite.core.prompting import PromptOptions
 from alemlite.envs.craft import parse_difficulty
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.dining.config import DiningConfig
@@ -17,7 +18,6 @@ from llm_bridge.agents import build_team
 from llm_bridge.clients.base import Backend
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.compare import CompareConfig, compare_command
-from llm_bridge.render.base import PromptOptions
 from llm_bridge.runner import InvalidRun, RunConfig, run_evaluation
 
 # Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
@@ -158,7 +158,7 @@ class EvalLLMConfig:
 def build_env(config: EvalLLMConfig):
     """The environment and its serialiser for `config.env`."""
     if config.env == "dining":
-        from llm_bridge.render.dining import DiningRenderer
+        from alemlite.envs.dining.prompting import DiningRenderer
 
         env = alemlite.make(
             "dining",
@@ -169,7 +169,7 @@ def build_env(config: EvalLLMConfig):
             deadlock_mode=config.deadlock_mode,
         )
         return env, DiningRenderer.for_env(env)
-    from llm_bridge.render.craft import CraftRenderer
+    from alemlite.envs.craft.prompting import CraftRenderer
 
     env = alemlite.make(
         "craft",

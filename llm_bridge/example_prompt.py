@@ -22,10 +22,10 @@ import tyro
 
 import alemlite
 from alemlite.core.errors import require
+from alemlite.core.prompting import PromptOptions
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.prompting import CraftRenderer
 from alemlite.envs.craft.state import empty_coordination, fresh_agents
-from llm_bridge.render.base import PromptOptions
-from llm_bridge.render.craft import CraftRenderer
 
 SCENE_MESSAGES = np.array([["", "meet at the tree", ""]], dtype=object)
 

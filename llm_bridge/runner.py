@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
+from alemlite.core.prompting import PromptBuilder, PromptOptions
 from alemlite.evaluation import episode_keys, step_keys
 from alemlite.folder_lock import hold_folder
 from alemlite.report import fingerprint, format_table
@@ -46,7 +47,6 @@ from alemlite.stats import summarise
 from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
 from llm_bridge.clients.base import ChatMessages, Completion
 from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply
-from llm_bridge.render.base import PromptOptions, Renderer
 from llm_bridge.transcripts import (
     Transcript,
     prompt_digest,
@@ -239,7 +239,7 @@ class EvaluationRun:
     def __init__(
         self,
         env: Environment,
-        renderer: Renderer,
+        renderer: PromptBuilder,
         team: Sequence[Agent],
         options: PromptOptions,
         config: RunConfig,
@@ -627,7 +627,7 @@ def _say(note: str) -> None:
 
 def run_evaluation(
     env: Environment,
-    renderer: Renderer,
+    renderer: PromptBuilder,
     team: Sequence[Agent],
     options: PromptOptions,
     config: RunConfig,

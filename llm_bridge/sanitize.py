@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-DINING_MESSAGE_CHARS = 200
-CRAFT_MESSAGE_CHARS = 400
 SCRATCHPAD_CHARS = 1000
 
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})

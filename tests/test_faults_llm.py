@@ -20,13 +20,13 @@ import pytest
 
 import alemlite
 from alemlite.core.errors import ConfigError
+from alemlite.core.prompting import PromptOptions
+from alemlite.envs.dining.prompting import DiningRenderer
 from alemlite.folder_lock import FolderBusy
 from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.base import ModelServerError
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
-from llm_bridge.render.base import PromptOptions
-from llm_bridge.render.dining import DiningRenderer
 from llm_bridge.runner import InvalidRun, RunConfig, run_evaluation
 from llm_bridge.transcripts import OutputWriteError
 from tests.llm_server import ChatServer, Faults, dining_resource_ordering

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 import alemlite
+from alemlite.core.prompting import PromptOptions
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import tasks
+from alemlite.envs.craft.prompting import CRAFT_VARIANTS, CraftRenderer
+from alemlite.envs.craft.prompting.coordination import handover_window_range, quorum
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.example_prompt import SCENE_MESSAGES, batched, craft_scene
-from llm_bridge.render.base import PromptOptions
-from llm_bridge.render.craft import CRAFT_VARIANTS, CraftRenderer
-from llm_bridge.render.craft_coordination import handover_window_range, quorum
 from llm_bridge.runner import RunConfig, run_evaluation
 from tests.llm_server import ChatServer, craft_alternating
 

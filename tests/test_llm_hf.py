@@ -54,9 +54,9 @@ def test_concurrent_requests_are_generated_in_batches(tiny):
 
 def test_a_dining_evaluation_runs_on_the_local_model(tiny, tmp_path):
     import alemlite
+    from alemlite.core.prompting import PromptOptions
+    from alemlite.envs.dining.prompting import DiningRenderer
     from llm_bridge.agents import LLMAgent
-    from llm_bridge.render.base import PromptOptions
-    from llm_bridge.render.dining import DiningRenderer
     from llm_bridge.runner import RunConfig, run_evaluation
 
     model, tokenizer = tiny

@@ -7,8 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import alemlite
+from alemlite.envs.craft.prompting.renderer import MESSAGE_CHARS as CRAFT_MESSAGE_CHARS
+from alemlite.envs.dining.prompting import MESSAGE_CHARS as DINING_MESSAGE_CHARS
 from llm_bridge.parse import ActionParser
-from llm_bridge.sanitize import CRAFT_MESSAGE_CHARS, DINING_MESSAGE_CHARS, sanitize_message
+from llm_bridge.sanitize import sanitize_message
 
 DINING_ACTIONS = ("WAIT", "GRAB_LEFT", "GRAB_RIGHT", "RELEASE")
 CRAFT_LIKE_ACTIONS = ("NOOP", "PLACE", "PLACE_TABLE", "MAKE_WOOD_PICKAXE", "DO")

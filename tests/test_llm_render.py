@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import alemlite
-from llm_bridge.render.base import PromptOptions
-from llm_bridge.render.dining import DINING_VARIANTS, DiningRenderer
+from alemlite.core.prompting import PromptOptions
+from alemlite.envs.dining.prompting import DINING_VARIANTS, DiningRenderer
 
 GOLDEN = {
     0: (

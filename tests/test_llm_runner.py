@@ -20,13 +20,13 @@ import pytest
 
 import alemlite
 from alemlite.core.errors import ConfigError
+from alemlite.core.prompting import PromptOptions
 from alemlite.envs.dining.policies import DINING_POLICIES
+from alemlite.envs.dining.prompting import DiningRenderer
 from alemlite.evaluation import evaluate
 from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent, checkpoint_agent, scripted_agent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
-from llm_bridge.render.base import PromptOptions
-from llm_bridge.render.dining import DiningRenderer
 from llm_bridge.runner import RunConfig, run_evaluation
 from llm_bridge.transcripts import TranscriptMismatch, read_records
 from tests.llm_server import ChatServer, Faults, dining_resource_ordering

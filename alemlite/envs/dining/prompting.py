@@ -9,12 +9,15 @@ are then filled in from lookup tables in a single pass.
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from llm_bridge.render.base import PromptOptions, load_prompt, output_format
-from llm_bridge.sanitize import DINING_MESSAGE_CHARS
+from alemlite.core.prompting import PromptOptions, load_prompt, output_format
+
+TEMPLATES = resources.files("alemlite.envs.dining") / "prompts"
+MESSAGE_CHARS = 200  # the longest message a philosopher may send
 
 DINING_VARIANTS = ("default", "minimal", "resource_ordering", "symmetry_breaking", "theory_of_mind")
 _STRATEGY_VARIANTS = ("resource_ordering", "symmetry_breaking", "theory_of_mind")
@@ -23,7 +26,7 @@ _STRATEGY_VARIANTS = ("resource_ordering", "symmetry_breaking", "theory_of_mind"
 class DiningRenderer:
     env_name = "dining"
     variants = DINING_VARIANTS
-    message_chars = DINING_MESSAGE_CHARS
+    message_chars = MESSAGE_CHARS
 
     def __init__(self, sequential: bool = False, release_on_deadlock: bool = False):
         self.timing = _SEQUENTIAL if sequential else _SIMULTANEOUS
@@ -39,10 +42,12 @@ class DiningRenderer:
 
     def system_prompt(self, options: PromptOptions) -> str:
         rules = "minimal.txt" if options.variant == "minimal" else "rules.txt"
-        sections = [load_prompt("dining", rules).format(timing=self.timing, deadlock=self.deadlock)]
-        sections.append(load_prompt("dining", "actions.txt"))
+        sections = [
+            load_prompt(TEMPLATES, rules).format(timing=self.timing, deadlock=self.deadlock)
+        ]
+        sections.append(load_prompt(TEMPLATES, "actions.txt"))
         if options.variant in _STRATEGY_VARIANTS:
-            sections.append(load_prompt("dining", f"{options.variant}.txt"))
+            sections.append(load_prompt(TEMPLATES, f"{options.variant}.txt"))
         sections.append(output_format(options, self.message_chars, "neighbours"))
         return "\n\n".join(sections)
 

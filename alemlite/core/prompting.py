@@ -1,9 +1,14 @@
-"""What a per-environment serialiser provides, and the prompt switches shared by all."""
+"""The prompt contract: what an environment's prompt builder provides to the LLM bridge,
+the prompt switches shared by every environment, and the shared answer-format section.
+
+An environment that can be played by language models declares a prompt builder in its
+spec (`EnvSpec.prompts`); `llm_bridge` reads only this contract, never an environment."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,14 +26,14 @@ class PromptOptions:
     parse_feedback: bool = True  # the next observation says when a reply could not be parsed
 
 
-def load_prompt(*parts: str) -> str:
-    """A prompt template from `llm_bridge/prompts/`, e.g. `load_prompt("dining", "default.txt")`."""
-    return (
-        resources.files("llm_bridge")
-        .joinpath("prompts", *parts)
-        .read_text(encoding="utf-8")
-        .strip()
-    )
+def load_prompt(folder: Traversable, name: str) -> str:
+    """The template `name` from a folder of package data, e.g. an environment's
+    `resources.files("alemlite.envs.dining") / "prompts"`."""
+    return folder.joinpath(name).read_text(encoding="utf-8").strip()
+
+
+# The answer-format section every environment shares.
+SHARED_TEMPLATES = resources.files("alemlite.core") / "prompts"
 
 
 def output_format(options: PromptOptions, message_chars: int, audience: str) -> str:
@@ -46,12 +51,12 @@ def output_format(options: PromptOptions, message_chars: int, audience: str) -> 
         if options.scratchpad
         else ""
     )
-    return load_prompt("format.txt").format(
+    return load_prompt(SHARED_TEMPLATES, "format.txt").format(
         think_line=think, message_line=message, scratchpad_line=scratchpad
     )
 
 
-class Renderer(Protocol):
+class PromptBuilder(Protocol):
     """Turns a batch of host-side states into one user text per live agent."""
 
     env_name: str

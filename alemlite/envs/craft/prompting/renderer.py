@@ -16,15 +16,18 @@ only the final string assembly walks the pairs.
 from __future__ import annotations
 
 import functools
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from alemlite.core.prompting import PromptOptions, load_prompt, output_format
 from alemlite.envs.craft import constants as C
-from llm_bridge.render.base import PromptOptions, load_prompt, output_format
-from llm_bridge.render.craft_construction import ConstructionText
-from llm_bridge.render.craft_coordination import CoordinationText, named, relative, view_of
-from llm_bridge.sanitize import CRAFT_MESSAGE_CHARS
+from alemlite.envs.craft.prompting.construction import ConstructionText
+from alemlite.envs.craft.prompting.coordination import CoordinationText, named, relative, view_of
+
+TEMPLATES = resources.files("alemlite.envs.craft.prompting") / "templates"
+MESSAGE_CHARS = 400  # the longest message an agent may send
 
 CRAFT_VARIANTS = ("general", "specific", "collaborative")
 # Tiles worth naming: everything but the open ground (grass, sand, path) between them.
@@ -38,7 +41,7 @@ _FACING = ("left", "right", "up", "down")
 class CraftRenderer:
     env_name = "craft"
     variants = CRAFT_VARIANTS
-    message_chars = CRAFT_MESSAGE_CHARS
+    message_chars = MESSAGE_CHARS
 
     def __init__(self, env: Any):
         self.config = env.config
@@ -60,13 +63,13 @@ class CraftRenderer:
 
     def system_prompt(self, options: PromptOptions) -> str:
         general = options.variant == "general"
-        sections = [load_prompt("craft", "general.txt" if general else "rules.txt")]
+        sections = [load_prompt(TEMPLATES, "general.txt" if general else "rules.txt")]
         sections.append(self.coordination.roles_section())
         if not general:
             sections += self.coordination.rules_sections()
             sections.append(self.construction.section())
         if options.variant == "collaborative":
-            sections.append(load_prompt("craft", "collaborative.txt"))
+            sections.append(load_prompt(TEMPLATES, "collaborative.txt"))
         sections.append(self.coordination.actions_section())
         sections.append(self.coordination.achievements_section())
         sections.append(output_format(options, self.message_chars, "teammates"))

@@ -9,13 +9,16 @@ the final string assembly walks the pairs. A part says nothing while it is off.
 from __future__ import annotations
 
 import functools
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from alemlite.core.prompting import load_prompt
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import tasks
-from llm_bridge.render.base import load_prompt
+
+TEMPLATES = resources.files("alemlite.envs.craft.prompting") / "templates"
 
 # Coordination actions by name prefix; the base actions are the rest.
 ACTION_PREFIXES = ("request_", "give_to_", "message_", "build_", "make_diamond_sword")
@@ -157,7 +160,7 @@ class CoordinationText:
         if not self.config.has_specialisation:
             return ""
         lines = "\n".join(f"- {role}: {role_duties(r)}." for r, role in enumerate(C.ROLES))
-        return load_prompt("craft", "roles.txt").format(
+        return load_prompt(TEMPLATES, "roles.txt").format(
             num_roles=C.NUM_ROLES, role_order=", ".join(C.ROLES), role_lines=lines
         )
 
@@ -168,7 +171,7 @@ class CoordinationText:
             easy, hard = (handover_window_range(np.float32(a)) for a in (0.0, 1.0))
             materials = [named(C.MATERIALS[m]) for m in np.flatnonzero(C.TASK_MATERIALS)]
             sections.append(
-                load_prompt("craft", "tasks.txt").format(
+                load_prompt(TEMPLATES, "tasks.txt").format(
                     materials=", ".join(materials[:-1]) + " and " + materials[-1],
                     easy_window=f"{easy[0]} to {easy[1]}",
                     hard_window=f"{hard[0]} to {hard[1]}",
@@ -177,14 +180,14 @@ class CoordinationText:
             )
         if self.config.has_elites:
             sections.append(
-                load_prompt("craft", "elites.txt").format(health_factor=C.ELITE_HEALTH_FACTOR)
+                load_prompt(TEMPLATES, "elites.txt").format(health_factor=C.ELITE_HEALTH_FACTOR)
             )
         return sections
 
     def actions_section(self) -> str:
         """Every action by exact name, the coordination ones described."""
         describe = dict(
-            line.split(": ", 1) for line in load_prompt("craft", "actions.txt").splitlines()
+            line.split(": ", 1) for line in load_prompt(TEMPLATES, "actions.txt").splitlines()
         )
         give_range = self.config.give_range
         lines = [", ".join(self.base_actions)]

@@ -8,18 +8,21 @@ the one host copy of the batched state; only the string assembly walks the pairs
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from alemlite.core.prompting import load_prompt
 from alemlite.envs.craft import constants as C
-from llm_bridge.render.base import load_prompt
-from llm_bridge.render.craft_coordination import (
+from alemlite.envs.craft.prompting.coordination import (
     handover_window_range,
     named,
     quorum,
     relative,
 )
+
+TEMPLATES = resources.files("alemlite.envs.craft.prompting") / "templates"
 
 
 def items_text(amounts: np.ndarray) -> str:
@@ -60,7 +63,7 @@ class ConstructionText:
     def section(self) -> str:
         if not self.enabled:
             return ""
-        return load_prompt("craft", "construction.txt").format(**self.formats())
+        return load_prompt(TEMPLATES, "construction.txt").format(**self.formats())
 
     def own_lines(self, state: Any, episodes: np.ndarray, seats: np.ndarray) -> list[str]:
         if not self.enabled:
