@@ -3,16 +3,21 @@
 from alemlite.core import (
     ConfigError,
     Environment,
+    EnvOptions,
+    EnvSpec,
     JaxMARLAdapter,
     LogWrapper,
     VecEnv,
     make,
     register,
     registered_environments,
+    spec,
 )
 
 __all__ = [
     "ConfigError",
+    "EnvOptions",
+    "EnvSpec",
     "Environment",
     "JaxMARLAdapter",
     "LogWrapper",
@@ -20,5 +25,6 @@ __all__ = [
     "make",
     "register",
     "registered_environments",
+    "spec",
 ]
 __version__ = "0.1.0"

@@ -4,14 +4,20 @@ from alemlite.core.environment import Environment, StepResult, TimeLimit, Wrappe
 from alemlite.core.errors import ConfigError, require
 from alemlite.core.jaxmarl import JaxMARLAdapter
 from alemlite.core.logging import LogState, LogWrapper
-from alemlite.core.registry import make, register, registered_environments
+from alemlite.core.registry import DEFAULT_ENV, make, register, registered_environments, spec
 from alemlite.core.spaces import Box, Discrete
+from alemlite.core.spec import SHARED_OPTIONS, Curriculum, EnvOptions, EnvSpec
 from alemlite.core.vec import VecEnv, VecState
 
 __all__ = [
+    "DEFAULT_ENV",
+    "SHARED_OPTIONS",
     "Box",
     "ConfigError",
+    "Curriculum",
     "Discrete",
+    "EnvOptions",
+    "EnvSpec",
     "Environment",
     "JaxMARLAdapter",
     "LogState",
@@ -25,4 +31,5 @@ __all__ = [
     "register",
     "registered_environments",
     "require",
+    "spec",
 ]

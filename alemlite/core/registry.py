@@ -1,39 +1,52 @@
-"""Name -> environment factory, so `alemlite.make("dining", ...)` builds any environment."""
+"""Name -> environment spec, so `alemlite.make("dining", ...)` builds any environment and
+every command finds what it needs to know about one (`spec(name)`).
+
+Adding an environment: one folder under `alemlite/envs/` whose package holds a `SPEC`
+(`alemlite.core.spec.EnvSpec`), and one line in `_SPECS` below (or `register(SPEC)` at run time).
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from typing import Any
 
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError
+from alemlite.core.spec import EnvSpec
 
-# Factories are imported lazily so that `import alemlite` stays cheap.
-_FACTORIES: dict[str, str | Callable[..., Environment]] = {
-    "dining": "alemlite.envs.dining:make_dining",
-    "craft": "alemlite.envs.craft:make_craft",
+# Specs are imported lazily ("module:attribute"), so that `import alemlite` stays cheap.
+_SPECS: dict[str, str | EnvSpec] = {
+    "dining": "alemlite.envs.dining.spec:SPEC",
+    "craft": "alemlite.envs.craft.spec:SPEC",
 }
+DEFAULT_ENV = "dining"
 
 
-def register(name: str, factory: str | Callable[..., Environment]) -> None:
-    """Register `factory` (a callable or a "module:attribute" path) under `name`."""
-    if name in _FACTORIES:
-        raise ConfigError(f"environment {name!r} is already registered; choose another name")
-    _FACTORIES[name] = factory
+def register(env_spec: EnvSpec) -> None:
+    """Register an environment at run time (one outside `alemlite/envs/`)."""
+    if env_spec.name in _SPECS:
+        raise ConfigError(
+            f"environment {env_spec.name!r} is already registered; choose another name"
+        )
+    _SPECS[env_spec.name] = env_spec
 
 
 def registered_environments() -> tuple[str, ...]:
-    return tuple(sorted(_FACTORIES))
+    return tuple(sorted(_SPECS))
+
+
+def spec(name: str) -> EnvSpec:
+    """The spec of environment `name`; refuses an unknown name in one line."""
+    if name not in _SPECS:
+        known = ", ".join(registered_environments())
+        raise ConfigError(f"unknown environment {name!r}; choose one of: {known}")
+    found = _SPECS[name]
+    if isinstance(found, str):
+        module_name, attribute = found.split(":")
+        found = _SPECS[name] = getattr(importlib.import_module(module_name), attribute)
+    return found
 
 
 def make(name: str, **config: Any) -> Environment:
     """Build the environment `name` from static config keyword arguments."""
-    if name not in _FACTORIES:
-        known = ", ".join(registered_environments())
-        raise ConfigError(f"unknown environment {name!r}; choose one of: {known}")
-    factory = _FACTORIES[name]
-    if isinstance(factory, str):
-        module_name, attribute = factory.split(":")
-        factory = getattr(importlib.import_module(module_name), attribute)
-    return factory(**config)
+    return spec(name).make(**config)

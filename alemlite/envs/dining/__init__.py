@@ -40,22 +40,18 @@ Decisions where the rules leave room:
 
 from __future__ import annotations
 
-from typing import Any
-
 from alemlite.envs.dining.config import DiningConfig, DiningParams
 from alemlite.envs.dining.env import DiningEnv
 from alemlite.envs.dining.policies import DINING_POLICIES
+from alemlite.envs.dining.spec import SPEC, DiningOptions, make_dining
 from alemlite.envs.dining.state import DiningState
-
-
-def make_dining(**config: Any) -> DiningEnv:
-    return DiningEnv(DiningConfig.from_kwargs(**config))
-
 
 __all__ = [
     "DINING_POLICIES",
+    "SPEC",
     "DiningConfig",
     "DiningEnv",
+    "DiningOptions",
     "DiningParams",
     "DiningState",
     "make_dining",

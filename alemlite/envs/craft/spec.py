@@ -1,0 +1,88 @@
+"""The Craft world's spec: its command-line options, teams, prompts and rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from alemlite.core.prompting import PromptOptions
+from alemlite.core.spec import EnvOptions, EnvSpec
+from alemlite.envs.craft.config import CraftConfig, parse_difficulty
+from alemlite.envs.craft.env import CraftEnv
+from alemlite.envs.craft.policies import POLICIES
+
+
+@dataclass(frozen=True)
+class CraftOptions(EnvOptions):
+    """A Craft world as a person sets it up."""
+
+    num_agents: int = 3
+    """team size"""
+    map_size: int = 48
+    max_steps: int = 10_000
+    difficulty: str = "medium"
+    """easy, medium, hard, sampled (an alpha drawn per episode) or an alpha in [0, 1]"""
+    coordination: bool = True
+    """False (--no-coordination): the plain multi-agent Crafter world, without roles, tasks,
+    elites, trading, signals or construction"""
+
+    def __post_init__(self) -> None:
+        CraftConfig(**self.make_kwargs())
+
+    def make_kwargs(self) -> dict[str, Any]:
+        return {
+            "num_agents": self.num_agents,
+            "map_size": self.map_size,
+            "max_steps": self.max_steps,
+            "difficulty": parse_difficulty(self.difficulty),
+            "coordination": self.coordination,
+        }
+
+    def label(self) -> str:
+        layer = "" if self.coordination else "_plain"
+        return f"{self.num_agents}_{self.map_size}_{self.difficulty}{layer}"
+
+    def describe(self) -> str:
+        layer = "" if self.coordination else ", no coordination layer"
+        return (
+            f"P={self.num_agents}, {self.map_size}x{self.map_size}, "
+            f"difficulty={self.difficulty}{layer}"
+        )
+
+
+def make_craft(**config: Any) -> CraftEnv:
+    """Build a Craft environment from `CraftConfig` keyword arguments."""
+    return CraftEnv(CraftConfig(**config))
+
+
+def _prompts(env: CraftEnv):
+    from alemlite.envs.craft.prompting import CraftRenderer
+
+    return CraftRenderer(env)
+
+
+def render_rgb(env: CraftEnv, state: Any, params: Any) -> Any:
+    """The whole map, agents and mobs drawn in."""
+    from alemlite.envs.craft.rendering import render_map
+
+    return render_map(env.config, state, params)
+
+
+SPEC = EnvSpec(
+    name="craft",
+    make=make_craft,
+    options=CraftOptions,
+    policies=POLICIES,
+    default_policy="team",
+    reference_policies=("random", "team"),
+    metrics=(
+        "team_achievement_percent",
+        "coordination_achievement_percent",
+        "normalised_return",
+        "agents_alive",
+    ),
+    prompts=_prompts,
+    prompt_defaults=PromptOptions(variant="specific", history=8),
+    render_rgb=render_rgb,
+    pooled_resets=True,
+)
