@@ -4,6 +4,11 @@ Each command is a function taking one typed dataclass config; tyro builds its
 command line from the dataclass. Commands are imported only when called, so
 `alemlite --help` stays fast and one command's heavy imports never slow another.
 
+A config with an `env` field and an `options: EnvOptions | None` field takes the options
+of the environment named by `--env` as flags of its own (`--num-agents`, `--map-size`,
+`--game`, ...): `with_env_options` reads `--env` first and gives the field that
+environment's options type, so one command serves every registered environment.
+
 A `ConfigError`, raised while the config is built (its `__post_init__`) or while the
 command runs, is printed as one line naming the flag the user typed, with exit
 status 2; `--debug` shows the traceback instead.
@@ -21,6 +26,7 @@ from collections.abc import Callable, Sequence
 import tyro
 
 from alemlite.core.errors import ConfigError
+from alemlite.core.registry import spec
 
 # command words -> "module:function"
 COMMANDS: dict[tuple[str, ...], str] = {
@@ -72,15 +78,55 @@ def _unknown(argv: Sequence[str]) -> str:
     return f"alemlite {argv[0]}: {given}; choose one of: {', '.join(sorted(group))}"
 
 
+def _env_named(argv: Sequence[str], default: str) -> str:
+    """The value of `--env` on a command line (the last one wins, as in the parser)."""
+    env = default
+    for index, arg in enumerate(argv):
+        if arg == "--env" and index + 1 < len(argv):
+            env = argv[index + 1]
+        elif arg.startswith("--env="):
+            env = arg.removeprefix("--env=")
+    return env
+
+
+def with_env_options(config_type: type, argv: Sequence[str]) -> type:
+    """`config_type` whose `options` field is the options of the environment `--env` names
+    in `argv` (flags without a prefix); a config without env options is returned as it is."""
+    names = {field.name: field for field in dataclasses.fields(config_type)}
+    if "env" not in names or "options" not in names:
+        return config_type
+    env = _env_named(argv, names["env"].default)
+    options = spec(env).options
+    subtype = dataclasses.make_dataclass(
+        config_type.__name__,
+        [
+            ("env", str, dataclasses.field(default=env)),
+            (
+                "options",
+                typing.Annotated[options, tyro.conf.OmitArgPrefixes],
+                dataclasses.field(default_factory=options),
+            ),
+        ],
+        bases=(config_type,),
+        frozen=True,
+    )
+    subtype.__doc__ = config_type.__doc__
+    subtype.__module__ = config_type.__module__
+    return subtype
+
+
 def _dotted_flags(config_type: type, prefix: str = "") -> dict[str, str]:
     flags: dict[str, str] = {}
     hints = typing.get_type_hints(config_type, include_extras=True)
     for field in dataclasses.fields(config_type):
         hint = hints[field.name]
-        if tyro.conf.Positional in getattr(hint, "__metadata__", ()):
+        metadata = getattr(hint, "__metadata__", ())
+        if tyro.conf.Positional in metadata:
             continue
         dotted = f"{prefix}{field.name}"
-        if dataclasses.is_dataclass(hint):
+        if tyro.conf.OmitArgPrefixes in metadata:
+            flags.update(_dotted_flags(typing.get_args(hint)[0], prefix))
+        elif dataclasses.is_dataclass(hint):
             flags.update(_dotted_flags(hint, f"{dotted}."))
         else:
             flags[dotted] = "--" + dotted.replace("_", "-")
@@ -124,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     function = _load(COMMANDS[words])
     config_type = typing.get_type_hints(function)["config"]
     try:
+        config_type = with_env_options(config_type, argv[len(words) :])
         config = tyro.cli(
             config_type, args=argv[len(words) :], prog=prog, description=function.__doc__
         )

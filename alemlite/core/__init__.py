@@ -4,7 +4,14 @@ from alemlite.core.environment import Environment, StepResult, TimeLimit, Wrappe
 from alemlite.core.errors import ConfigError, require
 from alemlite.core.jaxmarl import JaxMARLAdapter
 from alemlite.core.logging import LogState, LogWrapper
-from alemlite.core.registry import DEFAULT_ENV, make, register, registered_environments, spec
+from alemlite.core.registry import (
+    DEFAULT_ENV,
+    make,
+    register,
+    registered_environments,
+    resolve_options,
+    spec,
+)
 from alemlite.core.spaces import Box, Discrete
 from alemlite.core.spec import SHARED_OPTIONS, Curriculum, EnvOptions, EnvSpec
 from alemlite.core.vec import VecEnv, VecState
@@ -31,5 +38,6 @@ __all__ = [
     "register",
     "registered_environments",
     "require",
+    "resolve_options",
     "spec",
 ]

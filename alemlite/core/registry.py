@@ -12,7 +12,7 @@ from typing import Any
 
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError
-from alemlite.core.spec import EnvSpec
+from alemlite.core.spec import EnvOptions, EnvSpec
 
 # Specs are imported lazily ("module:attribute"), so that `import alemlite` stays cheap.
 _SPECS: dict[str, str | EnvSpec] = {
@@ -50,3 +50,19 @@ def spec(name: str) -> EnvSpec:
 def make(name: str, **config: Any) -> Environment:
     """Build the environment `name` from static config keyword arguments."""
     return spec(name).make(**config)
+
+
+def resolve_options(env: str, options: EnvOptions | None) -> EnvOptions:
+    """`options` for environment `env`: its defaults when None; refuses another env's options.
+
+    Commands keep `env` and `options` side by side; their `__post_init__` calls this, so a
+    config built in code (`EvalConfig(env="craft")`) gets the right defaults."""
+    env_spec = spec(env)
+    if options is None:
+        return env_spec.options()
+    if not isinstance(options, env_spec.options):
+        raise ConfigError(
+            f"env={env!r} takes {env_spec.options.__name__}, not {type(options).__name__}; "
+            f"build the options with alemlite.spec({env!r}).options(...)"
+        )
+    return options
