@@ -126,6 +126,9 @@ class EnvSpec:
     """The option a training curriculum may schedule; None: no curriculum."""
     pooled_resets: bool = False
     """Resets are expensive (e.g. world generation): trainers keep a pool of start states."""
+    small_options: Mapping[str, Any] = field(default_factory=dict)
+    """Options of a small, quick instance (the contract tests and smoke runs use it);
+    empty: the defaults are small already."""
 
     def build(self, options: EnvOptions) -> Environment:
         """The environment of `options` (which must be this spec's options)."""

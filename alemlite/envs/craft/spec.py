@@ -85,4 +85,5 @@ SPEC = EnvSpec(
     prompt_defaults=PromptOptions(variant="specific", history=8),
     render_rgb=render_rgb,
     pooled_resets=True,
+    small_options={"num_agents": 2, "map_size": 16, "max_steps": 6},
 )

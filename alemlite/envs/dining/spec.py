@@ -104,6 +104,7 @@ SPEC = EnvSpec(
     prompts=_prompts,
     prompt_defaults=PromptOptions(variant="default", history=5),
     render_text=render_text,
+    small_options={"num_agents": 3, "max_steps": 6},
     curriculum=Curriculum(
         option="num_agents",
         make_kwargs=_table_curriculum_kwargs,
