@@ -1,8 +1,14 @@
 """The contract every registered environment keeps (an "env is not a smoke" test).
 
 Each environment runs once through reset, a short random rollout under jit and
-vmap, every wrapper, and the checks below. Small configs keep compiles cheap.
+vmap, every wrapper, and the checks below; then its spec is checked: options, scripted
+policies, metrics, prompts and renderers. Every environment in the registry is tested
+from its spec alone (its `small_options`, with a 6-step time limit), so a new
+environment is covered without a line here.
 """
+
+import dataclasses
+import re
 
 import jax
 import jax.numpy as jnp
@@ -10,23 +16,24 @@ import numpy as np
 import pytest
 
 import alemlite
-from alemlite.core import JaxMARLAdapter, LogWrapper, VecEnv
+from alemlite.core import ConfigError, JaxMARLAdapter, LogWrapper, VecEnv
+from alemlite.core.prompting import PromptOptions
 
-SMALL_CONFIGS = {
-    "dining": {"num_philosophers": 3, "max_steps": 6},
-    "craft": {"map_size": 16, "num_agents": 2, "max_steps": 6},
-}
-NUM_ENVS, NUM_STEPS = 4, 8
+NUM_ENVS, NUM_STEPS, MAX_STEPS = 4, 8, 6
+ENVIRONMENTS = alemlite.registered_environments()
 
 
-def test_every_registered_environment_has_a_small_config():
-    assert set(SMALL_CONFIGS) == set(alemlite.registered_environments())
+def small_options(name: str):
+    """The spec's small instance, with a time limit inside the rollout (auto-reset runs)."""
+    spec = alemlite.spec(name)
+    options = spec.options(**spec.small_options)
+    return dataclasses.replace(options, max_steps=MAX_STEPS)
 
 
-@pytest.fixture(scope="module", params=sorted(SMALL_CONFIGS))
+@pytest.fixture(scope="module", params=ENVIRONMENTS)
 def rollout(request):
     """A jitted, vmapped rollout with random legal actions, run twice from one key."""
-    env = LogWrapper(alemlite.make(request.param, **SMALL_CONFIGS[request.param]))
+    env = LogWrapper(alemlite.spec(request.param).build(small_options(request.param)))
     vec = VecEnv(env, num_envs=NUM_ENVS)
     params = env.default_params
 
@@ -117,3 +124,88 @@ def test_jaxmarl_adapter_round_trip(rollout):
     obs, state, reward, dones, _ = jax.jit(adapter.step)(jax.random.PRNGKey(1), state, actions)
     assert set(obs) == set(reward) == set(adapter.agents)
     assert "__all__" in dones
+
+
+# ---- the spec ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ENVIRONMENTS)
+def test_the_spec_describes_its_environment(name):
+    spec = alemlite.spec(name)
+    assert spec.name == name
+    defaults = spec.options()
+    fields = {field.name for field in dataclasses.fields(defaults)}
+    assert {"num_agents", "max_steps"} <= fields  # every environment has seats and a limit
+    assert spec.build(defaults).num_agents == defaults.num_agents
+    assert re.fullmatch(r"[\w.-]+", small_options(name).label()), "labels name files"
+    assert spec.default_policy in spec.policies
+    assert set(spec.reference_policies) <= set(spec.policies)
+    with pytest.raises(ConfigError, match="num_agents=0"):
+        spec.options(num_agents=0)
+
+
+def test_the_spec_metrics_are_episode_metrics(rollout):
+    env, (_, records), _, _ = rollout
+    spec = alemlite.spec(env.name)
+    assert spec.metrics and set(spec.metrics) <= set(records["metrics"])
+
+
+def test_every_scripted_policy_plays_action_ids(rollout):
+    # Legality is not required: a policy may try a move the mask forbids (dining's
+    # uniform_random does, and the env counts it as invalid), but never an unknown id.
+    env = rollout[0].inner
+    spec = alemlite.spec(env.name)
+    params = env.default_params
+
+    def play(policy, key):
+        _, state = env.reset(key, params)
+
+        def one_step(state, step_key):
+            policy_key, env_key = jax.random.split(step_key)
+            actions = policy(policy_key, state, params)
+            return env.step(env_key, state, actions, params)[1], actions
+
+        return jax.lax.scan(one_step, state, jax.random.split(key, MAX_STEPS - 1))[1]
+
+    for name in spec.policies:
+        actions = jax.jit(play, static_argnums=0)(spec.policy(name, env), jax.random.PRNGKey(3))
+        assert actions.shape == (MAX_STEPS - 1, env.num_agents), name
+        assert np.issubdtype(actions.dtype, np.integer), name
+        assert ((actions >= 0) & (actions < env.num_actions)).all(), f"{env.name} policy {name}"
+
+
+def test_the_prompt_builder_speaks_for_every_seat(rollout):
+    env = rollout[0].inner
+    spec = alemlite.spec(env.name)
+    # Every world serves both MARL agents and language models.
+    assert spec.prompts is not None, f"{env.name} declares no prompt builder"
+    builder = spec.prompts(env)
+    options = spec.prompt_defaults
+    assert options.variant in builder.variants
+    for variant in builder.variants:
+        assert builder.system_prompt(dataclasses.replace(options, variant=variant)).strip()
+    params = env.default_params
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    batch = jax.device_get(jax.tree.map(lambda leaf: leaf[None], state))
+    seats = np.arange(env.num_agents)
+    texts = builder.observations(
+        batch,
+        params,
+        np.zeros_like(seats),
+        seats,
+        np.full((1, env.num_agents), "", dtype=object),
+        np.asarray(env.action_mask(state, params))[None],
+        PromptOptions(variant=options.variant),
+    )
+    assert len(texts) == env.num_agents and all(text.strip() for text in texts)
+
+
+def test_the_renderers_draw_a_state(rollout):
+    env = rollout[0].inner
+    spec = alemlite.spec(env.name)
+    assert spec.render_rgb is not None or spec.render_text is not None
+    params = env.default_params
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    if spec.render_rgb is not None:
+        frame = np.asarray(jax.jit(lambda s: spec.render_rgb(env, s, params))(state))
+        assert frame.ndim == 3 and frame.shape[-1] == 3 and frame.dtype == np.uint8
+    if spec.render_text is not None:
+        assert spec.render_text(env, jax.device_get(state), params).strip()
