@@ -8,6 +8,7 @@ command or registry table count as much as an `import` at the top of a file.
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -118,3 +119,121 @@ def test_the_layer_check_sees_every_form_of_import(tmp_path: Path):
         "alemlite",
         "alemlite.envs",
     ]
+
+
+# ---- commands read specs, never environments ------------------------------------------------
+# Above the library only benchmarks may name an environment's modules (a peer comparison or a
+# published result is about one world); everything else finds environments through
+# `alemlite.spec(name)`. Inside the library only the registry names them, and no
+# environment reaches into another.
+SPEC_READERS = ("baselines", "llm_bridge", "alemlite_app")
+
+
+def environment_imports(root: Path) -> list[str]:
+    """One line per import of an environment's module from outside its folder (bar the
+    registry's table and the benchmarks)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        layer = relative.parts[0]
+        if layer not in (*SPEC_READERS, "alemlite") or relative.as_posix() == REGISTRY:
+            continue
+        own = ".".join(relative.parts[:3]) if relative.parts[:2] == ("alemlite", "envs") else ""
+        for module in dict.fromkeys(imported_modules(path, root)):
+            if module.startswith("alemlite.envs") and not (own and module.startswith(own)):
+                found.append(f"{relative.as_posix()} imports {module}")
+    return found
+
+
+REGISTRY = "alemlite/core/registry.py"
+
+
+def test_only_the_registry_names_environments():
+    found = environment_imports(ROOT)
+    assert not found, "modules that should read a spec instead:\n" + "\n".join(found)
+
+
+def test_the_environment_check_sees_names_and_strings(tmp_path: Path):
+    files = {
+        REGISTRY: "SPECS = {'dining': 'alemlite.envs.dining.spec:SPEC'}\n",
+        "alemlite/envs/dining/env.py": "from alemlite.envs.dining import state\n",
+        "alemlite/envs/matrix/env.py": "from alemlite.envs.dining.max_meals import x\n",
+        "alemlite/evaluation.py": "import alemlite.core\n",
+        "baselines/train.py": "def later():\n    from alemlite.envs.craft import policies\n",
+        "llm_bridge/agents.py": "NAME = f'alemlite.envs.{name}.policies'\n",
+        "benchmarks/peers.py": "from alemlite.envs.craft.env import CraftEnv\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert environment_imports(tmp_path) == [
+        "alemlite/envs/matrix/env.py imports alemlite.envs.dining.max_meals",
+        "baselines/train.py imports alemlite.envs.craft",
+        "llm_bridge/agents.py imports alemlite.envs",
+    ]
+
+
+# ---- no import cycles ---------------------------------------------------------------------
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module -> the modules of ours it imports by an import statement (a deferred one
+    counts; strings do not: a lazy "module:attribute" table is how cycles are avoided)."""
+    paths = {
+        module_name(path, root): path
+        for layer in MAY_IMPORT
+        if layer != "tests"
+        for path in sorted((root / layer).rglob("*.py"))
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1]) if node.level else ""
+                module = ".".join(part for part in (base, node.module or "") if part)
+                # `from package import module` imports the module
+                targets = [
+                    f"{module}.{alias.name}" if f"{module}.{alias.name}" in paths else module
+                    for alias in node.names
+                ]
+            else:
+                continue
+            edges.update(target for target in targets if target in paths and target != name)
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        return list(reversed(error.args[1]))
+    return []
+
+
+def test_no_module_imports_itself_through_others():
+    cycle = find_cycle(import_graph(ROOT))
+    assert cycle == [], "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_sees_a_cycle(tmp_path: Path):
+    files = {
+        "alemlite/__init__.py": "",
+        "alemlite/a.py": "from alemlite import b\n",
+        "alemlite/b.py": "def later():\n    from .c import x\n",
+        "alemlite/c.py": "import alemlite.a\n",
+        "baselines/__init__.py": "REGISTRY = {'a': 'alemlite.a:thing'}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    cycle = find_cycle(import_graph(tmp_path))
+    assert set(cycle) == {"alemlite.a", "alemlite.b", "alemlite.c"} and cycle[0] == cycle[-1]
