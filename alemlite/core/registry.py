@@ -18,6 +18,7 @@ from alemlite.core.spec import EnvOptions, EnvSpec
 _SPECS: dict[str, str | EnvSpec] = {
     "dining": "alemlite.envs.dining.spec:SPEC",
     "craft": "alemlite.envs.craft.spec:SPEC",
+    "matrix": "alemlite.envs.matrix.spec:SPEC",
 }
 DEFAULT_ENV = "dining"
 
