@@ -12,6 +12,7 @@ import jax
 import numpy as np
 import pytest
 
+import alemlite
 import baselines
 from alemlite.core.errors import ConfigError
 from alemlite.evaluation import evaluate
@@ -57,7 +58,7 @@ def records(run_dir: Path, kind: str):
 
 @pytest.fixture(scope="module")
 def ippo_run(tmp_path_factory):
-    config = TrainConfig(algorithm="ippo", run_dir=str(tmp_path_factory.mktemp("ippo")), **TINY)
+    config = TrainConfig(algorithm="ippo", out=str(tmp_path_factory.mktemp("ippo")), **TINY)
     return config, train(config, env=MatchingGame())
 
 
@@ -65,7 +66,7 @@ def ippo_run(tmp_path_factory):
 def mappo_recurrent_run(tmp_path_factory):
     config = TrainConfig(
         algorithm="mappo",
-        run_dir=str(tmp_path_factory.mktemp("mappo")),
+        out=str(tmp_path_factory.mktemp("mappo")),
         **{**TINY, "network": NetworkConfig(hidden_size=8, num_layers=1, recurrent=True)},
     )
     return config, train(config, env=MatchingGame())
@@ -74,7 +75,7 @@ def mappo_recurrent_run(tmp_path_factory):
 @pytest.mark.parametrize("run", ["ippo_run", "mappo_recurrent_run"])
 def test_smoke_training_has_finite_losses_and_writes_its_outputs(run, request):
     config, summary = request.getfixturevalue(run)
-    run_dir = Path(config.run_dir)
+    run_dir = Path(config.out)
     train_records = records(run_dir, "train")
     assert [r["update"] for r in train_records] == [1, 2, 3, 4]
     for record in train_records:
@@ -93,7 +94,7 @@ def test_smoke_training_has_finite_losses_and_writes_its_outputs(run, request):
 @pytest.mark.parametrize("run", ["ippo_run", "mappo_recurrent_run"])
 def test_checkpoint_and_exported_policy_round_trip(run, request):
     config, _ = request.getfixturevalue(run)
-    run_dir = Path(config.run_dir)
+    run_dir = Path(config.out)
     state, meta = saved_state(run_dir)
     assert meta["update"] == config.num_updates
     assert int(np.asarray(state["runner"]["update_step"])[0]) == config.num_updates
@@ -110,7 +111,7 @@ def test_checkpoint_and_exported_policy_round_trip(run, request):
 def test_held_out_evaluation_follows_the_shared_seed_protocol(ippo_run):
     """`alemlite.evaluation.evaluate` on the exported policy reproduces the run's own report."""
     config, summary = ippo_run
-    policy = baselines.load(str(Path(config.run_dir) / "policy" / "final"))
+    policy = baselines.load(str(Path(config.out) / "policy" / "final"))
     env = MatchingGame()
     shared = evaluate(
         env, policy.state_policy(env), env.default_params, config.test_episodes, config.test_seed
@@ -123,11 +124,11 @@ def test_held_out_evaluation_follows_the_shared_seed_protocol(ippo_run):
 
 def test_resumed_run_equals_uninterrupted_run(ippo_run, tmp_path):
     config, summary = ippo_run
-    interrupted = replace(config, run_dir=str(tmp_path / "resumed"), num_updates=2)
+    interrupted = replace(config, out=str(tmp_path / "resumed"), num_updates=2)
     train(interrupted, env=MatchingGame())
     resumed = train(replace(interrupted, num_updates=4, resume=True), env=MatchingGame())
 
-    uninterrupted_state, _ = saved_state(Path(config.run_dir))
+    uninterrupted_state, _ = saved_state(Path(config.out))
     resumed_state, _ = saved_state(tmp_path / "resumed")
     for expected, actual in zip(
         jax.tree.leaves(uninterrupted_state), jax.tree.leaves(resumed_state), strict=True
@@ -157,8 +158,8 @@ def test_two_forced_devices_match_one_device(ippo_run, tmp_path):
         from baselines.common.config import TrainConfig
         from baselines.common.trainer import compiled_program, train
         from tests.baselines_toy_env import MatchingGame
-        config = TrainConfig.load(__import__("pathlib").Path({config.run_dir!r}) / "config.json")
-        train(dataclasses.replace(config, run_dir={str(tmp_path / "two")!r}), env=MatchingGame())
+        config = TrainConfig.load(__import__("pathlib").Path({config.out!r}) / "config.json")
+        train(dataclasses.replace(config, out={str(tmp_path / "two")!r}), env=MatchingGame())
         # Each device steps its own half of the environments.
         program = compiled_program(config, MatchingGame())
         keys = jax.random.split(jax.random.PRNGKey(0), config.num_seeds)
@@ -173,7 +174,7 @@ def test_two_forced_devices_match_one_device(ippo_run, tmp_path):
         [sys.executable, "-c", script], cwd=REPO, env=environment, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    one_device, _ = saved_state(Path(config.run_dir))
+    one_device, _ = saved_state(Path(config.out))
     two_devices, _ = saved_state(tmp_path / "two", like=one_device)
     for expected, actual in zip(
         jax.tree.leaves(one_device), jax.tree.leaves(two_devices), strict=True
@@ -196,8 +197,18 @@ def test_two_forced_devices_match_one_device(ippo_run, tmp_path):
         (lambda: PPOConfig(max_grad_norm=0.0), "max_grad_norm=0.0 must be positive"),
         (lambda: PPOConfig(entropy_coef=-0.1), "entropy_coef=-0.1 must be at least 0"),
         (
-            lambda: TrainConfig(philosophers=1),
-            "philosophers=1 is too small; a table needs at least 2",
+            lambda: TrainConfig(options=alemlite.spec("dining").options(num_agents=1)),
+            "num_agents=1 is too small; a table needs at least 2",
+        ),
+        (
+            lambda: TrainConfig(env="craft", options=alemlite.spec("dining").options()),
+            "env='craft' takes CraftOptions, not DiningOptions; build the options with "
+            "alemlite.spec('craft').options(...)",
+        ),
+        (
+            lambda: TrainConfig(env="chess"),
+            "unknown environment 'chess'; choose one of: "
+            + ", ".join(alemlite.registered_environments()),
         ),
         (lambda: TrainConfig(pool_size=-1), "pool_size=-1 must be 0 (no pool) or positive"),
         (
@@ -213,17 +224,53 @@ def test_invalid_configs_name_the_value_and_the_fix(build, message):
     assert str(refusal.value) == message
 
 
-def test_command_line_parses_into_the_typed_config():
+@pytest.mark.parametrize(
+    ("args", "label", "num_agents"),
+    [
+        (["--env", "dining", "--num-agents", "10"], "dining-10_shaped", 10),
+        (["--env", "craft", "--num-agents", "2", "--map-size", "16"], "craft-2_16_medium", 2),
+    ],
+)
+def test_command_line_parses_into_the_typed_config(args, label, num_agents):
+    """The environment's options are the command's flags; the run is named by them."""
     import typing
 
     import tyro
 
-    from alemlite_app.cli import COMMANDS, _load
+    from alemlite_app.cli import COMMANDS, _load, with_env_options
 
     main = _load(COMMANDS[("train",)])
     config_type = typing.get_type_hints(main)["config"]
-    args = ["mappo", "--env", "dining", "--philosophers", "10", "--network.recurrent"]
-    config = tyro.cli(config_type, args=args)
-    assert (config.algorithm, config.philosophers, config.network.recurrent) == ("mappo", 10, True)
-    assert config.env_kwargs() == {"num_philosophers": 10, "reward": "shaped"}
-    assert str(config.output_dir) == "runs/mappo-dining-10"
+    args = ["mappo", *args, "--network.recurrent"]
+    config = tyro.cli(with_env_options(config_type, args), args=args)
+    assert (config.algorithm, config.network.recurrent) == ("mappo", True)
+    assert config.options.num_agents == num_agents
+    assert config.make_env().num_agents == num_agents
+    assert str(config.output_dir) == f"runs/mappo-{label}"
+    # A run's config.json reads back as the same settings.
+    assert TrainConfig.from_dict(config.to_dict()).to_dict() == config.to_dict()
+
+
+def test_resume_names_each_changed_setting_by_its_flag():
+    saved = TrainConfig(env="craft", num_envs=4)
+    changed = TrainConfig(
+        env="craft",
+        options=alemlite.spec("craft").options(max_steps=50),
+        num_envs=8,
+        ppo=PPOConfig(gamma=0.9),
+        num_updates=400,
+        out="elsewhere",
+    )
+    assert changed.differences_that_break_resume(saved) == ["max_steps", "ppo.gamma", "num_envs"]
+    assert saved.differences_that_break_resume(saved) == []
+
+
+def test_an_old_config_json_is_refused_in_one_line():
+    old = {**TrainConfig().to_dict(), "philosophers": 5, "run_dir": "runs/x"}
+    old.pop("options")
+    with pytest.raises(ConfigError) as refusal:
+        TrainConfig.from_dict(old)
+    assert str(refusal.value) == (
+        "settings ['philosophers', 'run_dir'] are not training settings (a config.json written "
+        "by an older alemlite?); start the run afresh in a new --out"
+    )

@@ -12,6 +12,7 @@ needed to rebuild the actor, small enough to ship with the package.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -21,10 +22,13 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+import alemlite
+from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
+from alemlite.core.spec import EnvOptions
 from alemlite.folder_lock import hold_folder
 from baselines.common.agents import SharedActor
-from baselines.common.config import NetworkConfig
+from baselines.common.config import NetworkConfig, options_from_dict
 
 DIGEST_FILE = "SHA256SUMS"
 
@@ -135,8 +139,8 @@ class RunCheckpoints:
             f"checkpoint {update}: {why}" for update, why in sorted(damaged.items(), reverse=True)
         )
         return ConfigError(
-            f"run_dir={str(self.directory.parent)!r} has no checkpoint that restores ({listed}); "
-            "start the run afresh without --resume in a new --run-dir (this one keeps its "
+            f"out={str(self.directory.parent)!r} has no checkpoint that restores ({listed}); "
+            "start the run afresh without --resume in a new --out (this one keeps its "
             "metrics and checkpoints for inspection)"
         )
 
@@ -221,7 +225,7 @@ LOCK_FILE = "train.lock"
 
 def run_lock(run_dir: Path) -> contextlib.AbstractContextManager[None]:
     """Hold `run_dir/train.lock` while a run trains there; a second run is refused."""
-    return hold_folder(run_dir, LOCK_FILE, "training run", "--run-dir")
+    return hold_folder(run_dir, LOCK_FILE, "training run", "--out")
 
 
 POLICY_FILE = "policy.json"
@@ -234,6 +238,21 @@ POLICY_KEYS = {
     "observation_shape": list,
     "env": dict,
 }
+
+
+def env_record(name: str, options: EnvOptions) -> dict[str, Any]:
+    """How a run's summary and an exported policy record their environment."""
+    return {"name": name, "options": dataclasses.asdict(options)}
+
+
+def make_recorded_env(record: dict[str, Any]) -> Environment:
+    """The environment an `env_record` describes. Policies exported before environments
+    had options recorded `make`'s keyword arguments beside the name (the shipped ones)."""
+    settings = dict(record)
+    env_spec = alemlite.spec(settings.pop("name"))
+    if "options" in settings:
+        return env_spec.build(options_from_dict(env_spec.name, settings["options"]))
+    return env_spec.make(**settings)
 
 
 def export_policy(directory: Path, actor: SharedActor, actor_params: Any, info: dict) -> None:

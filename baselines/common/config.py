@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 import tyro
 
-from alemlite.core.errors import named_as, require
-from alemlite.envs.craft.config import CraftConfig, is_difficulty, parse_difficulty
-from alemlite.envs.dining.config import DiningConfig
+from alemlite.core.environment import Environment
+from alemlite.core.errors import require
+from alemlite.core.registry import DEFAULT_ENV, resolve_options, spec
+from alemlite.core.spec import EnvOptions
 
 # algorithm name -> "module:Class" implementing `baselines.common.algorithm.Algorithm`
 ALGORITHMS = {
@@ -112,24 +113,25 @@ class GroupConfig:
 
 @dataclass(frozen=True)
 class CurriculumConfig:
-    sizes: tuple[int, ...] = ()
-    """dining: table sizes in the order they are trained (e.g. 5 10 15); empty: no curriculum."""
+    values: tuple[int, ...] = ()
+    """Values of the environment's curriculum option in the order they are trained (dining:
+    table sizes, e.g. 5 10 15); empty: no curriculum."""
     patience: int = 2
-    """Evaluations without improvement at the current size before the next size starts."""
+    """Evaluations without improvement at the current value before the next value starts."""
     min_improvement: float = 0.05
     """Smallest rise of the validation return that counts as an improvement."""
     mix: float = 0.0
-    """Fraction of tables that replay earlier sizes once past the first stage."""
+    """Fraction of environments that replay earlier values once past the first stage."""
 
     def __post_init__(self):
-        object.__setattr__(self, "sizes", tuple(self.sizes))  # a list from config.json
+        object.__setattr__(self, "values", tuple(self.values))  # a list from config.json
         require(
-            all(isinstance(size, int) and size >= 2 for size in self.sizes),
-            f"curriculum.sizes={list(self.sizes)} must be table sizes of at least 2",
+            all(isinstance(value, int) and not isinstance(value, bool) for value in self.values),
+            f"curriculum.values={list(self.values)} must be whole numbers",
         )
         require(
-            all(a < b for a, b in zip(self.sizes, self.sizes[1:], strict=False)),
-            f"curriculum.sizes={list(self.sizes)} must increase (smallest table first)",
+            all(a < b for a, b in zip(self.values, self.values[1:], strict=False)),
+            f"curriculum.values={list(self.values)} must increase (smallest first)",
         )
         require(self.patience >= 1, f"curriculum.patience={self.patience} must be at least 1")
         require(
@@ -140,7 +142,7 @@ class CurriculumConfig:
 
     @property
     def enabled(self) -> bool:
-        return bool(self.sizes)
+        return bool(self.values)
 
 
 @dataclass(frozen=True)
@@ -149,37 +151,26 @@ class TrainConfig:
 
     algorithm: tyro.conf.Positional[Literal["ippo", "mappo", "grpo", "srpo", "teamtr"]] = "ippo"
     """Which algorithm to train."""
-    env: Literal["dining", "craft"] = "dining"
-    philosophers: int = 5
-    """dining: table size N."""
-    max_steps: int | None = None
-    """Episode length before truncation; None: the environment's default."""
-    reward: str = "shaped"
-    """dining: reward name ("shaped" or "paper")."""
-    map_size: int = 16
-    """craft: side of the square map."""
-    agents: int = 2
-    """craft: number of agents."""
-    difficulty: str = "medium"
-    """craft: coordination difficulty, easy, medium, hard, sampled (alpha drawn per episode)
-    or an alpha in [0, 1], as in `alemlite eval craft --difficulty`."""
-    coordination: bool = True
-    """craft: False trains on the plain multi-agent Crafter world (no coordination layer)."""
+    env: str = DEFAULT_ENV
+    """the environment (alemlite.registered_environments())"""
+    options: EnvOptions | None = None
+    """the environment's options; `--env NAME --help` lists them"""
 
     network: NetworkConfig = field(default_factory=NetworkConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     group: GroupConfig = field(default_factory=GroupConfig)
     """grpo, srpo, teamtr: group size, compared returns, KL penalty and budget."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
-    """dining: train across table sizes (`--curriculum.sizes 5 10 15`); replaces
-    `--philosophers`."""
+    """Train across values of the environment's curriculum option (dining: table sizes,
+    `--curriculum.values 5 10 15`); the option itself is set to the largest value."""
 
     num_envs: int = 64
     """Parallel environments per seed (sharded over devices)."""
     num_steps: int = 32
     """Rollout length T per update."""
     pool_size: int | None = None
-    """Pre-generated start states for auto-reset; None: none for dining, num_envs for craft."""
+    """Pre-generated start states for auto-reset; None: num_envs where the environment's
+    resets are expensive (its spec's `pooled_resets`), else none."""
     refresh_per_step: int = 1
     """Pool start states regenerated per step."""
     num_updates: int = 200
@@ -198,19 +189,22 @@ class TrainConfig:
     """Base seed of the held-out episodes that report the final and best checkpoints."""
     test_episodes: int = 512
 
-    run_dir: str = ""
-    """Where outputs go; empty means runs/ALGORITHM-ENV-SIZE."""
+    out: str = ""
+    """The run directory; empty: runs/ALGORITHM-ENV-LABEL (LABEL: the environment's options,
+    or the curriculum's values)."""
     resume: bool = False
-    """Continue the run in `run_dir` from its latest checkpoint to `num_updates`, which may be
+    """Continue the run in `out` from its latest checkpoint to `num_updates`, which may be
     raised but not lowered below the updates already done: that is refused (ConfigError), since
     a resume continues a run and cannot rewind it. A damaged latest checkpoint is moved to
-    `run_dir/damaged_checkpoints/` and the run resumes from the newest whole one, saying so."""
+    `out/damaged_checkpoints/` and the run resumes from the newest whole one, saying so."""
     progress: bool = True
     """Show a progress bar."""
     distributed: bool = False
     """Call `jax.distributed.initialize()` first (multi-host runs)."""
 
     def __post_init__(self):
+        object.__setattr__(self, "out", str(self.out))  # a Path given in code
+        object.__setattr__(self, "options", resolve_options(self.env, self.options))
         require(
             self.algorithm in ALGORITHMS,
             f"algorithm={self.algorithm!r}; choose one of {sorted(ALGORITHMS)}",
@@ -235,11 +229,6 @@ class TrainConfig:
             f"ppo.num_minibatches={self.ppo.num_minibatches}",
         )
         require(
-            is_difficulty(parse_difficulty(self.difficulty)),
-            f"difficulty={self.difficulty!r}; choose easy, medium, hard, sampled or an alpha "
-            "in [0, 1] (e.g. --difficulty medium)",
-        )
-        require(
             self.pool_size is None or self.pool_size >= 0,
             f"pool_size={self.pool_size} must be 0 (no pool) or positive",
         )
@@ -255,69 +244,71 @@ class TrainConfig:
         )
         require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
+        if self.curriculum.enabled:
+            self._schedule_the_curriculum_option()
+
+    def _schedule_the_curriculum_option(self) -> None:
+        """Check the curriculum against the environment; set its option to the largest value
+        (the target: the environment's shapes, the best actor's choice, the run's label)."""
+        values = list(self.curriculum.values)
+        scheduled = spec(self.env).curriculum
         require(
-            not self.curriculum.enabled or self.env == "dining",
-            f"curriculum.sizes={list(self.curriculum.sizes)} needs env='dining' (tables of "
-            "several sizes); drop --curriculum.sizes for other environments",
+            scheduled is not None,
+            f"curriculum.values={values}: env={self.env!r} has no curriculum option; "
+            "drop --curriculum.values",
         )
-        # The environments' own checks under this config's names; the other environment's
-        # options are checked alone, so that no bad number passes unseen.
-        with named_as(num_philosophers="philosophers", num_agents="agents"):
-            if self.env == "dining":
-                DiningConfig(**self.env_kwargs())
-                CraftConfig(num_agents=self.agents, map_size=self.map_size)
-            else:
-                CraftConfig(**self.env_kwargs())
-                DiningConfig(num_philosophers=self.philosophers)
+        require(
+            min(values) >= scheduled.minimum,
+            f"curriculum.values={values} must be at least {scheduled.minimum} (the smallest "
+            f"{scheduled.option} of {self.env})",
+        )
+        largest = {scheduled.option: max(values)}
+        object.__setattr__(self, "options", dataclasses.replace(self.options, **largest))
 
     @property
     def output_dir(self) -> Path:
-        if self.run_dir:
-            return Path(self.run_dir)
+        """The run directory: `out`, or `runs/ALGORITHM-ENV-LABEL`."""
+        if self.out:
+            return Path(self.out)
         if self.curriculum.enabled:
-            size = "-".join(map(str, self.curriculum.sizes))
-        elif self.env == "dining":
-            size = self.philosophers
+            label = "-".join(map(str, self.curriculum.values))
         else:
-            size = f"{self.agents}-{self.difficulty}"
-        return Path("runs") / f"{self.algorithm}-{self.env}-{size}"
+            label = self.options.label()
+        return Path("runs") / f"{self.algorithm}-{self.env}-{label}"
 
     @property
     def resolved_pool_size(self) -> int:
         if self.pool_size is not None:
             return self.pool_size
-        return self.num_envs if self.env == "craft" else 0
+        return self.num_envs if spec(self.env).pooled_resets else 0
 
-    def env_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for `alemlite.make(self.env, ...)`: the chosen environment's fields."""
-        if self.env == "dining" and self.curriculum.enabled:
-            # The largest table fixes the shapes (and the default params: the target size).
-            largest = max(self.curriculum.sizes)
-            kwargs = {
-                "num_philosophers": largest,
-                "max_philosophers": largest,
-                "reward": self.reward,
-            }
-        elif self.env == "dining":
-            kwargs = {"num_philosophers": self.philosophers, "reward": self.reward}
-        else:
-            kwargs = {
-                "map_size": self.map_size,
-                "num_agents": self.agents,
-                "difficulty": parse_difficulty(self.difficulty),
-                "coordination": self.coordination,
-            }
-        return kwargs if self.max_steps is None else {**kwargs, "max_steps": self.max_steps}
+    def make_env(self) -> Environment:
+        """The environment the run trains on; a curriculum's fits its largest value."""
+        env_spec = spec(self.env)
+        if not self.curriculum.enabled:
+            return env_spec.build(self.options)
+        largest = max(self.curriculum.values)
+        return env_spec.make(**env_spec.curriculum.make_kwargs(self.options, largest))
 
     # ---- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return dataclasses.asdict(self)  # the options as a dict of their fields
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """The config `to_dict` gave; fields added since it was written take their defaults."""
+        unknown = sorted(set(values) - {field.name for field in dataclasses.fields(cls)})
+        require(
+            not unknown,
+            f"settings {unknown} are not training settings (a config.json written by an older "
+            "alemlite?); start the run afresh in a new --out",
+        )
+        env = values.get("env", DEFAULT_ENV)
+        options = values.get("options")
         return cls(
             **{
                 **values,
+                "options": None if options is None else options_from_dict(env, options),
                 "network": NetworkConfig(**values["network"]),
                 "ppo": PPOConfig(**values["ppo"]),
                 "group": GroupConfig(**values.get("group", {})),
@@ -345,21 +336,58 @@ class TrainConfig:
             validation_seed=defaults.validation_seed,
             test_seed=defaults.test_seed,
             test_episodes=defaults.test_episodes,
-            run_dir=defaults.run_dir,
+            out=defaults.out,
             resume=False,
             progress=False,
             distributed=False,
         )
 
     def differences_that_break_resume(self, saved: TrainConfig) -> list[str]:
-        """Fields that differ from `saved` other than those a resume may change."""
+        """Settings that differ from `saved` other than those a resume may change, by the
+        names of their flags (`ppo.gamma`; an environment's options without a prefix)."""
         may_change = {
             "num_updates",
             "resume",
             "progress",
             "distributed",
-            "run_dir",
+            "out",
             "test_episodes",
         }
-        mine, theirs = self.to_dict(), saved.to_dict()
-        return [name for name in mine if name not in may_change and mine[name] != theirs[name]]
+        mine, theirs = _settings(self.to_dict()), _settings(saved.to_dict())
+        names = list(mine) + [name for name in theirs if name not in mine]
+        return [
+            name
+            for name in names
+            if name not in may_change and mine.get(name, _MISSING) != theirs.get(name, _MISSING)
+        ]
+
+
+_MISSING = object()
+
+
+def _settings(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings flattened under their flags' names (`ppo.gamma`; options unprefixed)."""
+    flat = {}
+    for name, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_settings(value, "" if name == "options" else f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def options_from_dict(env: str, values: dict[str, Any]) -> EnvOptions:
+    """Environment `env`'s options from their fields as JSON keeps them (lists for tuples)."""
+    options_type = spec(env).options
+    unknown = sorted(set(values) - {field.name for field in dataclasses.fields(options_type)})
+    require(
+        not unknown,
+        f"options {unknown} are not options of env={env!r}; the file was written for another "
+        "version of the environment",
+    )
+    return options_type(
+        **{
+            name: tuple(value) if isinstance(value, list) else value
+            for name, value in values.items()
+        }
+    )

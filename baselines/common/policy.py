@@ -8,17 +8,16 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
 from alemlite.evaluation import Policy
 from baselines.common.agents import SharedActor
+from baselines.common.checkpoints import make_recorded_env
 
-# environment -> the setting that gives its number of seats
-SEAT_SETTINGS = {"dining": "num_philosophers", "craft": "num_agents"}
-# Settings besides the seats that an actor cannot act outside of although the shapes fit:
-# Craft observes positions as fractions of the map's side.
-FIXED_SETTINGS = {"craft": ("map_size",)}
+# Shared options (`alemlite.core.spec.SHARED_OPTIONS`) besides the seats that an actor cannot
+# act outside of although the shapes fit: a map's side (positions are observed as fractions
+# of it). Compared where both the record and the environment's static config have them.
+FIXED_OPTIONS = ("map_size",)
 
 
 # eq=False: hashed by identity, so `jax.jit(policy)` works despite the dict field.
@@ -68,40 +67,45 @@ class TrainedPolicy:
         return self.actor.network.recurrent
 
     @property
+    def recorded_settings(self) -> dict:
+        """The recorded environment's options (or, exported before options were recorded,
+        its `make` keyword arguments)."""
+        recorded = {k: v for k, v in self.description["env"].items() if k != "name"}
+        return recorded.get("options", recorded)
+
+    @property
     def trained_on(self) -> str:
-        """The recorded environment, e.g. `dining (num_philosophers=5, reward='shaped')`."""
-        recorded = dict(self.description["env"])
-        name = recorded.pop("name")
-        return f"{name} ({', '.join(f'{k}={v!r}' for k, v in recorded.items())})"
+        """The recorded environment, e.g. `dining (num_agents=5, max_steps=30, ...)`."""
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.recorded_settings.items())
+        return f"{self.description['env']['name']} ({settings})"
 
     def check_fits(self, env: Environment) -> None:
         """Refuse (one line) an environment other than the one recorded at training.
 
-        Compared: the environment, its seats (table or team size), Craft's map size, then
-        the observation shape and the actions. Other settings (reward, difficulty,
-        episode length) may differ on purpose: they are how a policy is tested off its
-        training distribution.
+        Compared: the environment, its seats (`num_agents`: table or team size), a map's
+        side, then the observation shape and the actions. Other settings (reward,
+        difficulty, episode length) may differ on purpose: they are how a policy is tested
+        off its training distribution.
         """
-        recorded = self.description["env"]
         require(
-            env.name == recorded["name"],
+            env.name == self.description["env"]["name"],
             f"{self.name}: trained on {self.trained_on}, but the environment is {env.name}; "
             f"use a checkpoint trained on {env.name}",
         )
-        seats = SEAT_SETTINGS.get(env.name, "num_agents")
         require(
             env.num_agents == self.actor.num_agents,
-            f"{self.name}: trained with {seats}={self.actor.num_agents}, but this {env.name} "
-            f"environment has {seats}={env.num_agents}; use a checkpoint trained with "
-            f"{seats}={env.num_agents}",
+            f"{self.name}: trained with num_agents={self.actor.num_agents}, but this "
+            f"{env.name} environment has num_agents={env.num_agents}; use a checkpoint "
+            f"trained with num_agents={env.num_agents}",
         )
-        for setting in FIXED_SETTINGS.get(env.name, ()):
-            requested = getattr(getattr(env, "config", None), setting, None)
+        for option in FIXED_OPTIONS:
+            trained = self.recorded_settings.get(option)
+            given = getattr(getattr(env, "config", None), option, None)
             require(
-                setting not in recorded or requested is None or recorded[setting] == requested,
-                f"{self.name}: trained with {setting}={recorded.get(setting)}, but this "
-                f"{env.name} environment has {setting}={requested}; use a checkpoint trained "
-                f"with {setting}={requested}",
+                trained is None or given is None or trained == given,
+                f"{self.name}: trained with {option}={trained}, but this {env.name} "
+                f"environment has {option}={given}; use a checkpoint trained with "
+                f"{option}={given}",
             )
         trained = (self.actor.observation_shape, self.actor.num_actions)
         given = (tuple(env.observation_shape), env.num_actions)
@@ -134,5 +138,4 @@ class TrainedPolicy:
 
     def make_env(self) -> Environment:
         """The environment this policy was trained on."""
-        env = dict(self.description["env"])
-        return alemlite.make(env.pop("name"), **env)
+        return make_recorded_env(self.description["env"])

@@ -108,9 +108,14 @@ def held_out_summary(per_episode: Mapping[str, np.ndarray]) -> dict[str, Any]:
 
 
 def plot_learning_curve(
-    records: list[dict[str, Any]], references: Mapping[str, float], path: Path, title: str
+    records: list[dict[str, Any]],
+    references: Mapping[str, float],
+    path: Path,
+    title: str,
+    stage_name: str = "value",
 ) -> None:
-    """Training return (seed mean, min-max band), validation returns and reference lines."""
+    """Training return (seed mean, min-max band), validation returns and reference lines;
+    a curriculum's stages are marked by the value of its option (`stage_name`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,16 +141,16 @@ def plot_learning_curve(
     if evals:
         steps = [r["agent_steps"] for r in evals]
         curriculum = "stage_validation_return" in evals[0]
-        label = "validation at the largest size" if curriculum else "validation"
+        label = f"validation at the largest {stage_name}" if curriculum else "validation"
         axis.plot(steps, [np.mean(r["validation_return"]) for r in evals], "o-", label=label)
         if curriculum:
             axis.plot(
                 steps,
                 [np.mean(r["stage_validation_return"]) for r in evals],
                 "s:",
-                label="validation at the stage's size",
+                label=f"validation at the stage's {stage_name}",
             )
-    _mark_curriculum_stages(axis, train)
+    _mark_curriculum_stages(axis, train, stage_name)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for index, (name, value) in enumerate(sorted(references.items())):
         axis.axhline(
@@ -164,23 +169,23 @@ def plot_learning_curve(
     plt.close(figure)
 
 
-def _mark_curriculum_stages(axis, train: list[dict[str, Any]]) -> None:
-    """The table size of each curriculum stage, with a dotted line where it began."""
-    previous_size, previous_steps = None, 0
+def _mark_curriculum_stages(axis, train: list[dict[str, Any]], stage_name: str) -> None:
+    """The value of each curriculum stage, with a dotted line where it began."""
+    previous_value, previous_steps = None, 0
     for record in train:
-        size = record.get("curriculum/size")
-        if size is not None and size != previous_size:
+        value = record.get("curriculum/value")
+        if value is not None and value != previous_value:
             where = (0, 0)  # the first stage: at the left edge
-            if previous_size is not None:
+            if previous_value is not None:
                 axis.axvline(previous_steps, color="grey", linestyle=":", linewidth=1)
                 where = (previous_steps, 0)
             axis.annotate(
-                f"N={size}",
+                f"{stage_name}={value}",
                 where,
-                xycoords=("data" if previous_size else "axes fraction", "axes fraction"),
+                xycoords=("data" if previous_value else "axes fraction", "axes fraction"),
                 fontsize=7,
                 xytext=(2, 3),
                 textcoords="offset points",
             )
-            previous_size = size
+            previous_value = value
         previous_steps = record["agent_steps"]

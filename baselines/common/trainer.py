@@ -26,14 +26,14 @@ import numpy as np
 from flax import struct
 from tqdm.auto import tqdm
 
-import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
 from alemlite.evaluation import Policy, evaluate
-from baselines.common import curriculum, distributed
+from baselines.common import distributed
 from baselines.common.algorithm import Algorithm, Runner
-from baselines.common.checkpoints import RunCheckpoints, export_policy, run_lock
+from baselines.common.checkpoints import RunCheckpoints, env_record, export_policy, run_lock
 from baselines.common.config import ALGORITHMS, TrainConfig
+from baselines.common.curriculum import Schedule, make_schedule
 from baselines.common.evaluation import SeedEvaluator
 from baselines.common.reporting import (
     MetricsLog,
@@ -84,10 +84,7 @@ class CompiledProgram:
     run_chunk: Any  # Runner -> (Runner, metrics (updates_per_chunk, S))
     evaluator: SeedEvaluator
     abstract_runner: Any  # shapes, dtypes and shardings of the Runner
-    # Curriculum only: (Runner, per-seed table params) -> Runner on fresh tables, and an
-    # evaluator per table size (the largest is `evaluator`, whose params are the defaults).
-    restart: Any = None
-    size_evaluators: Mapping[int, SeedEvaluator] | None = None
+    schedule: Schedule  # how the environments change over the run (a curriculum's stages)
 
 
 _PROGRAMS: dict[Any, CompiledProgram] = {}
@@ -105,12 +102,10 @@ def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
     algorithm = build_algorithm(config, env)
     mesh = distributed.data_mesh(config.num_envs)
     seed_keys = jax.ShapeDtypeStruct((config.num_seeds, 2), jnp.uint32)
-    init_one = algorithm.init
-    if config.curriculum.enabled:
-        first_tables = stage_tables(config, env, algorithm, 0)
+    schedule = make_schedule(config, env, algorithm)
 
-        def init_one(key):
-            return curriculum.restart_tables(algorithm, algorithm.init(key), first_tables)
+    def init_one(key):
+        return schedule.first_batch(algorithm.init(key))
 
     # Seeds are initialised one after another (`lax.map`): the vmapped form of some inits
     # (MAPPO on dining N = 15, several seeds) compiles to a program that hangs on XLA:CPU.
@@ -118,27 +113,6 @@ def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
     abstract_runner = jax.eval_shape(init_seeds, seed_keys)
     shardings = distributed.runner_shardings(mesh, abstract_runner)
     evaluator = SeedEvaluator(env, algorithm.actor, batch_size=config.eval_episodes)
-    curriculum_parts = {}
-    if config.curriculum.enabled:
-        curriculum_parts = {
-            "restart": jax.jit(
-                jax.vmap(functools.partial(curriculum.restart_tables, algorithm)),
-                in_shardings=(shardings, shardings.env_params),
-                out_shardings=shardings,
-                donate_argnums=0,
-            ),
-            "size_evaluators": {
-                size: evaluator
-                if size == env.num_agents
-                else SeedEvaluator(
-                    env,
-                    algorithm.actor,
-                    env.make_params(num_philosophers=size),
-                    batch_size=config.eval_episodes,
-                )
-                for size in config.curriculum.sizes
-            },
-        }
     program = CompiledProgram(
         algorithm=algorithm,
         init=jax.jit(init_seeds, out_shardings=shardings),
@@ -150,18 +124,11 @@ def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
         ),
         evaluator=evaluator,
         abstract_runner=_with_shardings(abstract_runner, shardings),
-        **curriculum_parts,
+        schedule=schedule.compile(shardings, evaluator),
     )
     if cache_key is not None:
         _PROGRAMS[cache_key] = program
     return program
-
-
-def stage_tables(config: TrainConfig, env: Environment, algorithm: Algorithm, stage: int):
-    """One seed's per-table env params at curriculum `stage` (groups share a table size)."""
-    group = getattr(algorithm, "group", None)
-    group_size = group.group_size if group is not None else 1
-    return curriculum.table_params(env, config.curriculum, stage, config.num_envs, group_size)
 
 
 def evaluate_references(
@@ -183,10 +150,7 @@ def evaluate_references(
 
 def run_title(config: TrainConfig, env: Environment) -> str:
     """The learning curve's title: algorithm, environment and its setting."""
-    setting = f"{env.num_agents} agents"
-    if config.env == "craft":
-        setting += f", {config.map_size}x{config.map_size}, difficulty {config.difficulty}"
-    return f"{config.algorithm.upper()} on {env.name} ({setting})"
+    return f"{config.algorithm.upper()} on {env.name} ({config.options.describe()})"
 
 
 def train(
@@ -203,7 +167,7 @@ def train(
     locked while the run trains (`run_lock`): a second run into it is refused.
     """
     distributed.initialise(config.distributed)
-    env = env or alemlite.make(config.env, **config.env_kwargs())
+    env = env or config.make_env()
     run_dir = config.output_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = run_lock(run_dir) if jax.process_index() == 0 else contextlib.nullcontext()
@@ -222,11 +186,11 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
         update = 0
         require(
             checkpoints.latest_update() is None,
-            f"run_dir={str(run_dir)!r} already holds checkpoints; pass --resume to continue it "
-            "or choose a new run_dir",
+            f"out={str(run_dir)!r} already holds checkpoints; pass --resume to continue it "
+            "or choose a new --out",
         )
     program = compiled_program(config, env)
-    algorithm, evaluator = program.algorithm, program.evaluator
+    algorithm, evaluator, schedule = program.algorithm, program.evaluator, program.schedule
 
     runner = program.init(jax.random.split(jax.random.PRNGKey(config.seed), config.num_seeds))
     best = BestActors(
@@ -234,15 +198,18 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
         validation_return=jnp.full((config.num_seeds,), -jnp.inf),
         update=jnp.full((config.num_seeds,), -1, jnp.int32),
     )
-    tracker = curriculum.StageTracker.start() if config.curriculum.enabled else None
+    progress = schedule.start()
     if config.resume:
-        abstract_state = {"runner": program.abstract_runner, "best": jax.eval_shape(lambda: best)}
-        if tracker is not None:
-            abstract_state["curriculum"] = jax.eval_shape(lambda: tracker)
+        abstract_state = {
+            "runner": program.abstract_runner,
+            "best": jax.eval_shape(lambda: best),
+            **schedule.checkpoint_entries(jax.eval_shape(lambda: progress)),
+        }
         update, state, _, notes = checkpoints.restore_newest(
             abstract_state, run_dir / "damaged_checkpoints"
         )
-        runner, best, tracker = state["runner"], state["best"], state.get("curriculum")
+        runner, best = state["runner"], state["best"]
+        progress = schedule.from_checkpoint(state)
         if is_main:
             for note in notes:
                 print(note, file=sys.stderr, flush=True)
@@ -268,7 +235,7 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     )
     title = run_title(config, env)
 
-    progress = tqdm(
+    bar = tqdm(
         total=config.num_updates,
         initial=update,
         disable=not (config.progress and is_main),
@@ -280,15 +247,10 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
         metrics = jax.device_get(metrics)
         records = train_records(metrics, update, agent_steps)
         agent_steps = records[-1]["agent_steps"]
-        if tracker is not None:  # the stage this chunk trained at
-            stage = int(tracker.stage)
-            for record in records:
-                record.update(
-                    {"curriculum/stage": stage, "curriculum/size": config.curriculum.sizes[stage]}
-                )
+        schedule.label(progress, records)  # the stage this chunk trained at
         update += config.updates_per_chunk
-        progress.update(config.updates_per_chunk)
-        progress.set_postfix(episode_return=records[-1]["episode/return"])
+        bar.update(config.updates_per_chunk)
+        bar.set_postfix(episode_return=records[-1]["episode/return"])
         checkpoint = None  # (state, meta) when this chunk ends at a checkpoint
         if update % config.eval_interval == 0 or update == config.num_updates:
             validation = evaluator(
@@ -303,14 +265,12 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
                 "validation_return": validation_return,
                 "best_validation_return": np.asarray(best.validation_return),
             }
-            state = {"best": best}
-            if tracker is not None:  # may advance: the checkpoint holds the next stage's tables
-                tracker, runner, stage_record = _curriculum_checkpoint(
-                    config, env, program, tracker, runner, validation_return
-                )
-                eval_record.update(stage_record)
-                state["curriculum"] = tracker
-            state["runner"] = runner
+            # A curriculum may advance: the checkpoint holds the next stage's environments.
+            progress, runner, stage_record = schedule.at_checkpoint(
+                config, progress, runner, validation_return
+            )
+            eval_record.update(stage_record)
+            state = {"best": best, **schedule.checkpoint_entries(progress), "runner": runner}
             checkpoint = state, {"update": update, "validation_return": validation_return.tolist()}
             records.append(eval_record)
         # The records go to the log before their checkpoint is saved, so that a run stopped
@@ -321,14 +281,17 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
             checkpoints.save(update, *checkpoint)
         if is_main:
             plot_learning_curve(
-                log.read(), reference_returns, run_dir / "learning_curve.png", title
+                log.read(),
+                reference_returns,
+                run_dir / "learning_curve.png",
+                title,
+                schedule.value_name,
             )
-    progress.close()
+    bar.close()
     checkpoints.close()
 
     summary = _final_summary(config, evaluator, runner, best, agent_steps)
-    if tracker is not None:
-        summary["curriculum"] = _curriculum_summary(config, program, runner, best, tracker, summary)
+    summary.update(schedule.summary(config, progress, runner, best.actor_params, summary))
     summary["references"] = reference_summaries
     if is_main:
         _export_policies(run_dir, env, config, algorithm, runner, best)
@@ -367,55 +330,6 @@ def _check_resumable(config: TrainConfig, run_dir: Path, checkpoints: RunCheckpo
     return done
 
 
-def _curriculum_checkpoint(config, env, program, tracker, runner, validation_return):
-    """Validation at the current stage's size, the plateau rule, fresh tables on an advance.
-
-    `validation_return` (per seed) is at the largest size, which also picks the best actor.
-    """
-    stage = int(tracker.stage)
-    size = config.curriculum.sizes[stage]
-    evaluator = program.size_evaluators[size]
-    stage_return = (
-        validation_return
-        if evaluator is program.evaluator
-        else evaluator(runner.params["actor"], config.eval_episodes, config.validation_seed)[
-            "episode_return"
-        ].mean(axis=1)
-    )
-    tracker = curriculum.observe(tracker, float(np.mean(stage_return)), config.curriculum)
-    advanced = int(tracker.stage) != stage
-    if advanced:
-        tables = stage_tables(config, env, program.algorithm, int(tracker.stage))
-        runner = program.restart(runner, curriculum.stack_seeds(tables, config.num_seeds))
-    record = {
-        "curriculum/stage": stage,
-        "curriculum/size": size,
-        "stage_validation_return": stage_return,
-        "curriculum/advanced": advanced,
-    }
-    return tracker, runner, record
-
-
-def _curriculum_summary(config, program, runner, best, tracker, summary) -> dict[str, Any]:
-    """The final and the best actors on the test episodes at every size of the curriculum."""
-    per_size = {}
-    for size, evaluator in program.size_evaluators.items():
-        if evaluator is program.evaluator:  # the largest size: already in the summary
-            per_size[size] = {"final": summary["final"], "best": summary["best"]}
-            continue
-        per_size[size] = {
-            name: held_out_summary(evaluator(params, config.test_episodes, config.test_seed))
-            for name, params in (("final", runner.params["actor"]), ("best", best.actor_params))
-        }
-    stage = int(tracker.stage)
-    return {
-        "sizes": list(config.curriculum.sizes),
-        "final_stage": stage,
-        "final_size": config.curriculum.sizes[stage],
-        "per_size": per_size,
-    }
-
-
 def _keep_best(best: BestActors, actor_params, validation_return: np.ndarray, update: int):
     improved = jnp.asarray(validation_return) > best.validation_return
 
@@ -436,7 +350,7 @@ def _final_summary(config, evaluator, runner, best, agent_steps: int) -> dict[st
     best_test = evaluator(best.actor_params, config.test_episodes, config.test_seed)
     return {
         "algorithm": config.algorithm,
-        "env": {"name": config.env, **config.env_kwargs()},
+        "env": env_record(config.env, config.options),
         "num_seeds": config.num_seeds,
         "num_updates": config.num_updates,
         "agent_steps_per_seed": agent_steps,
@@ -456,7 +370,7 @@ def _export_policies(run_dir: Path, env, config, algorithm, runner, best) -> Non
     seed = int(np.argmax(np.asarray(best.validation_return)))
     info = {
         "algorithm": config.algorithm,
-        "env": {"name": env.name, **config.env_kwargs()},
+        "env": env_record(env.name, config.options),
         "seed_index": seed,
     }
     pick = functools.partial(jax.tree.map, lambda leaf: leaf[seed])
