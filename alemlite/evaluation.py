@@ -10,7 +10,7 @@ environment randomness, so their numbers are comparable episode by episode.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -21,6 +21,24 @@ from alemlite.core.environment import Environment
 
 # policy(key, state, params) -> actions (num_agents,) int32; jittable.
 Policy = Callable[[jax.Array, Any, Any], jax.Array]
+
+
+def seat_policies(policies: Sequence[Policy]) -> Policy:
+    """One policy for a team whose seat `i` plays `policies[i]` (the action of seat `i`).
+
+    Each distinct policy (by identity) is computed once per step, on the step's policy key,
+    as it would be alone; a team of one policy is that policy."""
+    distinct = list(dict.fromkeys(policies))
+    if len(distinct) == 1:
+        return distinct[0]
+    chosen = np.array([distinct.index(policy) for policy in policies])
+    seats = np.arange(len(policies))
+
+    def team(key: jax.Array, state: Any, params: Any) -> jax.Array:
+        actions = jnp.stack([policy(key, state, params) for policy in distinct])
+        return actions[chosen, seats]
+
+    return team
 
 
 def episode_keys(base_seed: int, num_episodes: int) -> jax.Array:

@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
 from alemlite.core.prompting import PromptBuilder, PromptOptions
-from alemlite.evaluation import episode_keys, step_keys
+from alemlite.evaluation import episode_keys, seat_policies, step_keys
 from alemlite.folder_lock import hold_folder
 from alemlite.report import fingerprint, format_table
 from alemlite.stats import summarise
@@ -72,7 +72,7 @@ class InvalidRun(ConfigError):
 class RunConfig:
     """How many episodes, on which seeds, and where the results go."""
 
-    episodes: int = 20
+    episodes: int = 32
     seed: int = 0
     """base seed: episode i uses seed + i, as in `alemlite eval`"""
     out: Path = Path("runs/llm")
@@ -165,22 +165,25 @@ class _BatchProgram:
     """The compiled reset, step and metrics of the whole batch, with policy seats inside."""
 
     def __init__(self, env: Environment, params: Any, team: Sequence[Agent]):
-        policies = list(dict.fromkeys(agent for agent in team if isinstance(agent, PolicyAgent)))
         llm_seat = np.array([isinstance(agent, LLMAgent) for agent in team])
-        seat_policy = np.array(
-            [policies.index(a) if isinstance(a, PolicyAgent) else 0 for a in team]
+        policies = [agent.policy for agent in team if isinstance(agent, PolicyAgent)]
+        # LLM seats take any policy's action, which their own replaces.
+        policy = (
+            seat_policies(
+                [agent.policy if isinstance(agent, PolicyAgent) else policies[0] for agent in team]
+            )
+            if policies
+            else None
         )
-        seats = np.arange(env.num_agents)
 
         def reset(key):
             reset_key, play_key = jax.random.split(key)
             return env.reset(reset_key, params)[1], play_key
 
         def team_actions(policy_key, state, llm_actions):
-            if not policies:
+            if policy is None:
                 return llm_actions
-            chosen = jnp.stack([agent.policy(policy_key, state, params) for agent in policies])
-            return jnp.where(llm_seat, llm_actions, chosen[seat_policy, seats])
+            return jnp.where(llm_seat, llm_actions, policy(policy_key, state, params))
 
         def step(state, play_key, done, episode_return, length, llm_actions, t):
             policy_key, env_key = step_keys(play_key, t)

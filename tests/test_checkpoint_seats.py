@@ -92,8 +92,8 @@ def test_a_checkpoint_for_another_table_size_is_refused(checkpoints):
     with pytest.raises(ConfigError) as refusal:
         build_team((f"checkpoint:{checkpoints['mlp']}",), larger, no_backend)
     assert str(refusal.value) == (
-        f"checkpoint:{checkpoints['mlp']}: trained with num_philosophers=3, but this dining "
-        "environment has num_philosophers=5; use a checkpoint trained with num_philosophers=5"
+        f"checkpoint:{checkpoints['mlp']}: trained with num_agents=3, but this dining "
+        "environment has num_agents=5; use a checkpoint trained with num_agents=5"
     )
 
 
@@ -104,8 +104,8 @@ def test_a_checkpoint_for_another_table_size_is_refused(checkpoints):
             "ippo-dining-5",
             "dining",
             {"num_philosophers": 7},
-            "trained with num_philosophers=5, but this dining environment has "
-            "num_philosophers=7; use a checkpoint trained with num_philosophers=7",
+            "trained with num_agents=5, but this dining environment has "
+            "num_agents=7; use a checkpoint trained with num_agents=7",
         ),
         (
             "ippo-craft-medium",
