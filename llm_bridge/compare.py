@@ -35,23 +35,6 @@ EXPECTED = (
     "give a result file of `alemlite eval` (its report .json) or `alemlite eval-llm` (summary.json)"
 )
 
-SETTINGS = (
-    "env",
-    "philosophers",
-    "num_agents",
-    "map_size",
-    "max_steps",
-    "mode",
-    "reward",
-    "deadlock_mode",
-    "difficulty",
-    "coordination",
-    "seed",
-)
-"""Settings that make an episode what it is; `seed` is the base of the seed protocol (episode
-i plays seed + i). The number of episodes is left out: unequal samples compare, and each
-metric reports its n."""
-
 NOT_RECORDED = "(not recorded)"
 
 
@@ -114,10 +97,13 @@ def read_result(path: Path) -> dict[str, Any]:
             f"{path} is not JSON ({error.msg}, line {error.lineno}); {EXPECTED}"
         ) from None
     if isinstance(body, dict) and "algorithm" in body and "final" in body:
+        recorded = body.get("env")
+        trained_on = recorded.get("name", "ENV") if isinstance(recorded, dict) else "ENV"
         raise ConfigError(
             f"{path} is a training summary (`alemlite train`): test aggregates without "
-            "per-episode values; evaluate the trained policy with `alemlite eval-llm --agents "
-            f"checkpoint:{path.parent / 'policy' / 'best'}` and compare that summary.json"
+            f"per-episode values; evaluate the trained policy with `alemlite eval --env "
+            f"{trained_on} --team checkpoint:{path.parent / 'policy' / 'best'}` (and the options "
+            "it was trained with) and compare that report"
         )
     if isinstance(body, dict) and "metrics" in body and "mismatched_settings" in body:
         raise ConfigError(f"{path} is a comparison written by `alemlite compare`; {EXPECTED}")
@@ -156,26 +142,22 @@ def _is_transcript_header(line: str) -> bool:
 
 
 def settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The `SETTINGS` a result records, named alike for `alemlite eval` and `eval-llm`."""
-    named = dict(config)
-    # `alemlite eval craft` calls the team size `agents`, `eval-llm` calls it `num_agents`.
-    if "num_agents" not in named and isinstance(named.get("agents"), int):
-        named["num_agents"] = named["agents"]
-    # `alemlite eval` reports name no environment; their options do.
-    if "env" not in named:
-        if "philosophers" in named:
-            named["env"] = "dining"
-        elif "map_size" in named:
-            named["env"] = "craft"
-    if "difficulty" in named:  # "0.5" on one command line, "0.50" on another
-        named["difficulty"] = _difficulty(named["difficulty"])
-    return {name: named[name] for name in SETTINGS if name in named}
+    """What makes a result's episodes what they are: its environment, each of the
+    environment's options by name, and the base seed of the protocol (episode i plays
+    seed + i). The team is what a comparison compares, and the number of episodes is no
+    setting either: unequal samples compare, and each metric reports its n. Numbers typed
+    differently (a difficulty of "0.5" and "0.50") are one value."""
+    recorded = {"env": config.get("env"), **dict(config.get("options") or {})}
+    recorded["seed"] = config.get("seed")
+    return {name: _number_or_text(value) for name, value in recorded.items() if value is not None}
 
 
-def _difficulty(value: Any) -> Any:
+def _number_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except ValueError:
         return value
 
 
@@ -192,9 +174,7 @@ def mismatched_settings(
         "env" in settings_a and "env" in settings_b and settings_a["env"] != settings_b["env"]
     )
     differing = {}
-    for name in SETTINGS:
-        if name not in settings_a and name not in settings_b:
-            continue
+    for name in dict.fromkeys([*settings_a, *settings_b]):
         if other_envs and (name not in settings_a or name not in settings_b):
             continue
         value_a = settings_a.get(name, NOT_RECORDED)

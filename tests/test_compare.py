@@ -7,20 +7,27 @@ import json
 import numpy as np
 import pytest
 
+import alemlite
 from alemlite.core.errors import ConfigError
-from alemlite.eval_cli import CraftEvalConfig, DiningEvalConfig
 from alemlite.report import write_report
 from alemlite_app.cli import main
 from llm_bridge.compare import CompareConfig, compare_command, mismatched_settings
 from llm_bridge.transcripts import Transcript
 
-DINING = dataclasses.asdict(DiningEvalConfig(philosophers=3, max_steps=6, episodes=8))
-"""The config block `alemlite eval dining` writes."""
+DINING = {
+    "env": "dining",
+    "options": dataclasses.asdict(alemlite.spec("dining").options(num_agents=3, max_steps=6)),
+    "team": ["policy:resource_ordering"] * 3,
+    "episodes": 8,
+    "seed": 0,
+}
+"""The config block `alemlite eval --env dining --num-agents 3 --max-steps 6` writes."""
 
 
-def _report(path, episodes, **changes):
-    """A result file as `alemlite eval dining` writes it, with `changes` to its config."""
-    write_report(path, {**DINING, **changes}, {"score": np.asarray(episodes)})
+def _report(path, episodes, seed=0, **options):
+    """A result file as `alemlite eval` writes it, with another seed or `options`."""
+    config = {**DINING, "options": {**DINING["options"], **options}, "seed": seed}
+    write_report(path, config, {"score": np.asarray(episodes)})
     return path
 
 
@@ -99,7 +106,7 @@ def test_a_training_summary_and_other_json_are_refused(tmp_path, result):
     (run / "summary.json").write_text(to_json({**summary, "best": held_out}))
     message = _refusal(result, run / "summary.json")
     assert message.startswith(f"{run / 'summary.json'} is a training summary (`alemlite train`)")
-    assert f"--agents checkpoint:{run / 'policy' / 'best'}" in message
+    assert f"`alemlite eval --env dining --team checkpoint:{run / 'policy' / 'best'}`" in message
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"episodes": {"score": [1.0, 2.0]}}))
     assert _refusal(result, other).startswith(
@@ -112,8 +119,10 @@ def test_a_training_summary_and_other_json_are_refused(tmp_path, result):
 def test_results_of_other_settings_compare_only_when_allowed(tmp_path, capsys):
     a = _report(tmp_path / "a.json", [1.0, 2.0, 3.0, 4.0])
     b = _report(tmp_path / "b.json", [2.0, 3.0, 4.0], max_steps=10, reward="paper", seed=7)
-    # The number of episodes is no setting: an 8-episode report compares with a 500 one.
+    # The number of episodes is no setting: an 8-episode report compares with a 500 one;
+    # nor is the team, which is what a comparison compares.
     assert mismatched_settings(DINING, {**DINING, "episodes": 500}) == {}
+    assert mismatched_settings(DINING, {**DINING, "team": ["llm-model", "backoff", "x"]}) == {}
     assert _refusal(a, b) == (
         f"{a} and {b} were measured under different settings: max_steps 6 vs 10, "
         "reward shaped vs paper, seed 0 vs 7; compare results of the same settings, "
@@ -134,22 +143,24 @@ def test_results_of_other_settings_compare_only_when_allowed(tmp_path, capsys):
     assert written["metrics"]["score"]["n_b"] == 3
 
 
-def test_settings_are_named_alike_across_commands():
-    craft = dataclasses.asdict(CraftEvalConfig(agents=3, difficulty="0.5"))
-    # `alemlite eval-llm` records the environment's name, the team size as num_agents.
-    llm = {"env": "craft", "num_agents": 3, "map_size": 48, "max_steps": 10_000,
-           "difficulty": "0.50", "coordination": True, "seed": 0, "episodes": 4}  # fmt: skip
+def test_settings_are_the_environment_its_options_and_the_seed():
+    options = dataclasses.asdict(alemlite.spec("craft").options(difficulty="0.5"))
+    craft = {"env": "craft", "options": options, "team": ["policy:team"] * 3, "seed": 0}
+    # `alemlite eval-llm` records the model too, which is no setting; "0.50" is 0.5.
+    llm = {"env": "craft", "options": {**options, "difficulty": "0.50"}, "model": "m",
+           "temperature": 0.0, "team": ["m", "m", "m"], "seed": 0, "episodes": 4}  # fmt: skip
     assert mismatched_settings(craft, llm) == {}
-    assert mismatched_settings(craft, {**llm, "num_agents": 4}) == {"num_agents": [3, 4]}
+    more = {**llm, "options": {**options, "num_agents": 4}}
+    assert mismatched_settings(craft, more) == {"num_agents": [3, 4]}
+    assert mismatched_settings(craft, {**llm, "seed": 32}) == {"seed": [0, 32]}
     # Another environment: its own options are not listed one by one.
     assert mismatched_settings(DINING, llm) == {
         "env": ["dining", "craft"],
         "max_steps": [6, 10_000],
     }
-    # The same environment, a setting one result does not record.
-    assert mismatched_settings(craft, {k: v for k, v in llm.items() if k != "coordination"}) == {
-        "coordination": [True, "(not recorded)"]
-    }
+    # The same environment, an option one result does not record.
+    fewer = {**llm, "options": {k: v for k, v in options.items() if k != "coordination"}}
+    assert mismatched_settings(craft, fewer) == {"coordination": [True, "(not recorded)"]}
 
 
 def test_out_never_replaces_anything_but_the_same_comparison(tmp_path, result, capsys):
