@@ -77,7 +77,7 @@ def turns(out: Path) -> list[dict]:
 def eval_llm_args(url: str, out: Path, *extra: str) -> list[str]:
     return [
         "eval-llm", "--base-url", url, "--model", "scripted", "--episodes", str(EPISODES),
-        "--seed", str(SEED), "--philosophers", str(PHILOSOPHERS), "--max-steps", str(MAX_STEPS),
+        "--seed", str(SEED), "--num-agents", str(PHILOSOPHERS), "--max-steps", str(MAX_STEPS),
         "--out", str(out), "--no-progress", *extra,
     ]  # fmt: skip
 

@@ -25,7 +25,7 @@ from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.envs.dining.prompting import DiningRenderer
 from alemlite.evaluation import evaluate
 from alemlite_app.cli import main
-from llm_bridge.agents import LLMAgent, checkpoint_agent, scripted_agent
+from llm_bridge.agents import LLMAgent, PolicyAgent, build_team
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.runner import RunConfig, run_evaluation
 from llm_bridge.transcripts import TranscriptMismatch, read_records
@@ -115,18 +115,20 @@ def test_transcript_records_every_request(reference):
 
 def test_mixed_team_of_llm_scripted_and_trained_agents(env, tmp_path):
     """LLM seats 0 and 2, resource ordering at 1, the shipped IPPO agent at 3 and 4."""
-    trained = checkpoint_agent(env, "ippo-dining-5")
-    ordering = DINING_POLICIES["resource_ordering"]
-
-    def same_team_directly(key, state, params):
-        seat = jnp.arange(PHILOSOPHERS)
-        return jnp.where(seat < 3, ordering(key, state, params), trained.policy(key, state, params))
-
-    direct = evaluate(env, same_team_directly, env.default_params, EPISODES, SEED)
     with ChatServer(dining_resource_ordering) as server:
-        llm = LLMAgent(backend(server.base_url), "scripted")
-        scripted = scripted_agent("dining", "resource_ordering")
-        report = run(env, [llm, scripted, llm, trained, trained], tmp_path)
+        specs = ("llm", "resource_ordering", "llm") + ("checkpoint:ippo-dining-5",) * 2
+        team = build_team(specs, env, lambda model: backend(server.base_url))
+        trained = team[3]
+        assert isinstance(trained, PolicyAgent) and team[4] is trained
+        ordering = DINING_POLICIES["resource_ordering"]
+
+        def same_team_directly(key, state, params):
+            seat = jnp.arange(PHILOSOPHERS)
+            actions = ordering(key, state, params), trained.policy(key, state, params)
+            return jnp.where(seat < 3, *actions)
+
+        direct = evaluate(env, same_team_directly, env.default_params, EPISODES, SEED)
+        report = run(env, team, tmp_path)
     assert_same_episodes(report, direct)
     assert (
         report["config"]["team"]
@@ -233,7 +235,7 @@ def test_a_killed_process_resumes_without_losing_or_repeating_turns(env, direct,
     """SIGKILL mid-run (the transcript may end in a torn line), then the same command again."""
     arguments = [
         "eval-llm", "--base-url", "URL", "--model", "scripted", "--episodes", str(EPISODES),
-        "--seed", str(SEED), "--philosophers", str(PHILOSOPHERS), "--max-steps", str(MAX_STEPS),
+        "--seed", str(SEED), "--num-agents", str(PHILOSOPHERS), "--max-steps", str(MAX_STEPS),
         "--out", str(tmp_path), "--no-progress", "--max-retries", "0",
     ]  # fmt: skip
     transcript = tmp_path / "transcript.jsonl"

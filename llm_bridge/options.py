@@ -1,0 +1,169 @@
+"""The options of an LLM evaluation: how the models are reached and how the run goes
+(`LLMOptions`), and the prompt switches with their named ablations (`PromptSwitches`).
+
+Both are frozen dataclasses checked when built (one-line `ConfigError`s naming the field),
+nested unprefixed in `alemlite eval`'s config, so that their flags stay flat
+(`--model`, `--base-url`, `--variant`, ...)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from alemlite.core.errors import require
+from alemlite.core.prompting import PromptOptions
+from llm_bridge.clients.base import Backend
+
+# Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "base": {},
+    "no-history": {"history": 0},
+    "no-comm": {"communication": False},
+    "cot": {"chain_of_thought": True},
+    "scratchpad": {"scratchpad": True},
+    "no-feedback": {"parse_feedback": False},
+}
+
+
+@dataclass(frozen=True)
+class LLMOptions:
+    """The model, its servers, and the run's budget, cost and files (LLM seats only)."""
+
+    backend: Literal["openai", "hf"] = "openai"
+    """openai: any OpenAI-compatible server; hf: a local transformers model (--model is its path)"""
+    base_url: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
+    """one or more OpenAI-compatible endpoints (ending in /v1); requests are load-balanced"""
+    model: str = "Qwen/Qwen2.5-7B-Instruct"
+    """the model of `llm` seats (`llm:MODEL` or `llm:MODEL@URL` seats name their own)"""
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 256
+    model_seed: int | None = None
+    """sampling seed sent to the server with every request (the transformers backend seeds
+    each generated batch with it)"""
+    concurrency: int = 64
+    timeout_s: float = 120.0
+    max_retries: int = 6
+    """retries of a request after a rate limit, 5xx, timeout or dropped connection"""
+    hf_batch_size: int = 16
+    """hf only: requests generated together"""
+    hf_device: str = "cpu"
+    max_failed_fraction: float = 0.01
+    """the most LLM turns (as a share) that may still fail after retries in a valid run; past
+    it the run is marked not valid and the command fails"""
+    input_price_per_mtok: float = 0.0
+    output_price_per_mtok: float = 0.0
+    resume: bool = True
+    """continue from the run folder's transcript (same configuration only)"""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        # Every number is checked here, before anything is built or asked.
+        require(bool(self.base_url), "base_url=() is empty; pass at least one endpoint")
+        require(self.max_tokens >= 1, f"max_tokens={self.max_tokens} must be at least 1")
+        require(
+            math.isfinite(self.temperature) and self.temperature >= 0,
+            f"temperature={self.temperature} must be a finite number >= 0",
+        )
+        require(self.concurrency >= 1, f"concurrency={self.concurrency} must be at least 1")
+        require(
+            math.isfinite(self.timeout_s) and self.timeout_s > 0,
+            f"timeout_s={self.timeout_s} must be a positive number of seconds",
+        )
+        require(self.max_retries >= 0, f"max_retries={self.max_retries} must be 0 or more")
+        require(self.hf_batch_size >= 1, f"hf_batch_size={self.hf_batch_size} must be at least 1")
+        require(
+            0.0 <= self.max_failed_fraction <= 1.0,
+            f"max_failed_fraction={self.max_failed_fraction} must lie in [0, 1] "
+            "(0: any failed turn makes the run not valid)",
+        )
+        for name in ("input_price_per_mtok", "output_price_per_mtok"):
+            value = getattr(self, name)
+            require(math.isfinite(value) and value >= 0, f"{name}={value} must be a number >= 0")
+
+    def make_backend(self, seat_model: str | None = None) -> Backend:
+        """The backend of an `llm` seat (`seat_model` None) or an `llm:MODEL[@URL]` one: another
+        model on the configured servers, or on its own server."""
+        model, _, url = (seat_model or self.model).partition("@")
+        if self.backend == "hf":
+            from llm_bridge.clients.hf_backend import HFBackend, HFConfig
+
+            return HFBackend(
+                HFConfig(
+                    model=model,
+                    max_new_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    batch_size=self.hf_batch_size,
+                    device=self.hf_device,
+                    seed=self.model_seed,
+                )
+            )
+        from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
+
+        return OpenAIBackend(
+            OpenAIConfig(
+                model=model,
+                base_urls=(url,) if url else self.base_url,
+                api_key_env=self.api_key_env,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=self.model_seed,
+                concurrency=self.concurrency,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+            )
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What of these options decides a run's answers (recorded, and part of its hash)."""
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "model_seed": self.model_seed,
+        }
+
+
+@dataclass(frozen=True)
+class PromptSwitches:
+    """The prompt variant and memory switches, and the ablations to sweep over them."""
+
+    variant: str | None = None
+    """system prompt variant (default: the environment's; its prompt builder lists them)"""
+    history: int | None = None
+    """observation/action pairs remembered per agent (default: the environment's)"""
+    chain_of_thought: bool = False
+    communication: bool = True
+    scratchpad: bool = False
+    parse_feedback: bool = True
+    ablation: tuple[str, ...] = ()
+    """sweep, one run per name, each in OUT/NAME: base, no-history, no-comm, cot, scratchpad,
+    no-feedback, variant=NAME"""
+
+    def __post_init__(self) -> None:
+        require(
+            self.history is None or self.history >= 0,
+            f"history={self.history} must be 0 or more",
+        )
+        for ablation in self.ablation:
+            require(
+                ablation in ABLATIONS or ablation.startswith("variant="),
+                f"unknown ablation {ablation!r}; choose from: {', '.join(ABLATIONS)}, variant=NAME",
+            )
+
+    def prompt_options(self, defaults: PromptOptions, ablation: str = "base") -> PromptOptions:
+        """The prompt options of one run of the sweep: the environment's `defaults` for the
+        variant and history unless given, these switches, then the `ablation`'s change."""
+        options = PromptOptions(
+            variant=defaults.variant if self.variant is None else self.variant,
+            history=defaults.history if self.history is None else self.history,
+            chain_of_thought=self.chain_of_thought,
+            communication=self.communication,
+            scratchpad=self.scratchpad,
+            parse_feedback=self.parse_feedback,
+        )
+        if ablation.startswith("variant="):
+            return dataclasses.replace(options, variant=ablation.removeprefix("variant="))
+        return dataclasses.replace(options, **ABLATIONS[ablation])
