@@ -1,20 +1,17 @@
-"""A sample Craft prompt from a hand-built scene that shows every coordination line.
+"""A sample prompt of any environment that language models can play: one agent's
+observation (and, with --system, the system prompt before it) in the state reached after
+a few steps of the environment's default team, on the seed protocol.
 
-    python -m llm_bridge.example_prompt [--variant collaborative] [--seat 0] [--system]
+    python -m llm_bridge.example_prompt --env craft [--steps 40] [--seat 1] [--system]
 
-The scene (three agents on a 16x16 grass map, step 41, alpha 0.6): agent 0 faces a
-hard-sync tree and holds a diamond sword; a soft-sync stone, an unstarted handover on
-coal and a handover on iron started by agent 1 lie in view; there are a sync site, a
-handover site where agent 1 started a forge, and a built shelter; a hard elite zombie
-and a soft large cow roam; agent 0 requests stone, agent 1 requests wood and last
-signalled message_2; agent 2 is downed. The golden-text tests and the documentation
-use it.
+The environment is built with its default options. Nothing is asked of a model: the
+prompt is what the agent would be shown, with no messages from its teammates yet.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import jax
 import numpy as np
@@ -22,157 +19,78 @@ import tyro
 
 import alemlite
 from alemlite.core.errors import require
-from alemlite.core.prompting import PromptOptions
-from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.prompting import CraftRenderer
-from alemlite.envs.craft.state import empty_coordination, fresh_agents
-
-SCENE_MESSAGES = np.array([["", "meet at the tree", ""]], dtype=object)
-
-
-def _task_byte(kind: int, quorum_roll: int) -> int:
-    """A task byte; a roll of 0 asks for the whole team (alpha > 0), 63 for two agents."""
-    return kind | (quorum_roll << C.TASK_KIND_BITS)
-
-
-def craft_scene(env: Any, params: Any) -> Any:
-    """The hand-built host state (no batch axis) of the module docstring."""
-    config = env.config
-    require(
-        config.num_agents == 3 and config.map_size >= 16,
-        f"the example scene needs num_agents=3 and map_size >= 16 "
-        f"(got {config.num_agents} and {config.map_size})",
-    )
-    # Every table empty (no mobs, arrows or plants) and nothing generated, then the scene.
-    shapes = jax.eval_shape(env.reset, jax.random.PRNGKey(0), params)[1]
-    state = jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), shapes)
-    state = state.replace(
-        agents=jax.device_get(fresh_agents(np.zeros((config.num_agents, 2), np.int32))),
-        coordination=jax.device_get(empty_coordination(config)),
-    )
-    world = np.full_like(state.map, C.GRASS)
-    tile_task = np.zeros_like(state.coordination.tile_task)
-    for (row, col), material, byte in (
-        ((7, 8), C.TREE, _task_byte(C.TASK_HARD_SYNC, 0)),
-        ((8, 11), C.STONE, _task_byte(C.TASK_SOFT_SYNC, 63)),
-        ((6, 6), C.IRON, _task_byte(C.TASK_HANDOVER, 0)),
-        ((10, 9), C.COAL, _task_byte(C.TASK_HANDOVER, 0)),
-        ((5, 12), C.WATER, 0),
-    ):
-        world[row, col], tile_task[row, col] = material, byte
-
-    agents = state.agents
-    stats, inventory = agents.stats.copy(), agents.inventory.copy()
-    stats[2, C.HEALTH] = 0
-    inventory[0, C.INV_WOOD] = 2
-    agents = agents.replace(
-        position=np.array([[8, 8], [8, 9], [9, 8]], np.int32),
-        facing=np.array([2, 0, 2], np.int32),  # up, left, up
-        stats=stats,
-        inventory=inventory,
-        status=np.array([C.ALIVE, C.ALIVE, C.DOWNED], np.int32),
-        downed_timer=np.array([0, 0, 12], np.int32),
-    )
-
-    kinds = config.mob_kinds()
-    zombie, cow = int(np.flatnonzero(kinds == C.ZOMBIE)[0]), int(np.flatnonzero(kinds == C.COW)[0])
-    alive = np.zeros_like(state.mobs.alive)
-    mob_position, health = state.mobs.position.copy(), state.mobs.health.copy()
-    mob_elite = np.zeros_like(state.coordination.mob_elite)
-    alive[[zombie, cow]] = True
-    mob_position[zombie], mob_position[cow] = (5, 8), (11, 11)
-    health[zombie] = C.ZOMBIE_HEALTH * C.ELITE_HEALTH_FACTOR
-    health[cow] = C.COW_HEALTH * C.ELITE_HEALTH_FACTOR
-    mob_elite[zombie], mob_elite[cow] = C.ELITE_HARD, C.ELITE_SOFT
-
-    coordination = state.coordination
-    task_position, task_starter, task_timer = (
-        coordination.task_position.copy(),
-        coordination.task_starter.copy(),
-        coordination.task_timer.copy(),
-    )
-    task_position[0], task_starter[0], task_timer[0] = (6, 6), 1, 4  # agent 1 started the iron
-
-    sites = coordination.sites
-    slots = sites.task.shape[0]
-    site_position = np.zeros((slots, 2), np.int16)
-    site_task = np.zeros(slots, np.uint8)
-    building, starter, pending = (np.full(slots, -1, np.int8) for _ in range(3))
-    site_timer = np.zeros(slots, np.int16)
-    site_position[:3] = (6, 10), (10, 6), (11, 4)
-    site_task[:3] = (
-        _task_byte(C.TASK_HARD_SYNC, 63),
-        _task_byte(C.TASK_HANDOVER, 0),
-        _task_byte(C.TASK_HARD_SYNC, 0),
-    )
-    starter[1], pending[1], site_timer[1] = 1, C.BUILDINGS.index("forge"), 5
-    building[2] = C.BUILDINGS.index("shelter")
-    for slot in range(3):
-        standing = building[slot]
-        world[tuple(site_position[slot])] = (
-            C.SITE if standing < 0 else C.BUILDING_MATERIAL[standing]
-        )
-
-    resource = C.REQUEST_RESOURCES.index
-    coordination = coordination.replace(
-        tile_task=tile_task,
-        task_position=task_position,
-        task_starter=task_starter,
-        task_timer=task_timer,
-        request_item=np.array([resource("stone"), resource("wood"), -1], np.int8),
-        request_timer=np.array([3, 7, 0], np.int16),
-        last_message=np.array([-1, 2, -1], np.int8),
-        mob_elite=mob_elite,
-        alpha=np.float32(0.6),
-        sites=sites.replace(
-            position=site_position,
-            task=site_task,
-            building=building,
-            starter=starter,
-            pending=pending,
-            timer=site_timer,
-        ),
-        diamond_sword=np.array([True, False, False]),
-    )
-    return state.replace(
-        map=world,
-        agents=agents,
-        mobs=state.mobs.replace(alive=alive, position=mob_position, health=health),
-        coordination=coordination,
-        step=np.int32(40),
-    )
-
-
-def batched(state: Any) -> Any:
-    """A batch of one episode."""
-    return jax.tree.map(lambda leaf: np.asarray(leaf)[None], state)
+from alemlite.core.registry import DEFAULT_ENV, resolve_options
+from alemlite.core.spec import EnvOptions
+from alemlite.evaluation import step_keys
+from llm_bridge.sweep import env_with_prompts
 
 
 @dataclass(frozen=True)
 class ExamplePromptConfig:
-    """Print the Craft prompt of one agent of the example scene."""
+    """Print one agent's prompt in a state of the environment's default team's play."""
 
-    variant: Literal["general", "specific", "collaborative"] = "collaborative"
+    env: str = DEFAULT_ENV
+    """the environment (alemlite.registered_environments())"""
+    options: tyro.conf.Suppress[EnvOptions | None] = None
+    """the environment's options (its defaults here)"""
+    seed: int = 0
+    """the episode's seed (the protocol's episode 0 of base seed `seed`)"""
+    steps: int = 0
+    """steps the environment's default policy plays before the prompt (it stops where the
+    episode ends)"""
     seat: int = 0
-    """the agent whose prompt is printed (0, 1 or 2)"""
+    """the agent whose prompt is printed"""
+    variant: str | None = None
+    """the prompt variant (default: the environment's)"""
     system: bool = False
     """print the system prompt too"""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", resolve_options(self.env, self.options))
+        require(self.steps >= 0, f"steps={self.steps} must be 0 or more")
+        require(self.seat >= 0, f"seat={self.seat} must be 0 or more")
+
 
 def main(config: ExamplePromptConfig) -> str:
-    env = alemlite.make("craft", num_agents=3, map_size=16)
+    """Print (and return) the prompt `config` asks for."""
+    env_spec = alemlite.spec(config.env)
+    env, builder = env_with_prompts(env_spec, config.options)
+    require(
+        config.seat < env.num_agents,
+        f"seat={config.seat} must be below the {env.num_agents} seats of this {config.env}",
+    )
     params = env.default_params
-    state = craft_scene(env, params)
+    policy = env_spec.policy(env_spec.default_policy, env)
+
+    @jax.jit
+    def advance(state, play_key, step):
+        policy_key, env_key = step_keys(play_key, step)
+        _, state, _, done, _ = env.step(env_key, state, policy(policy_key, state, params), params)
+        return state, done
+
+    reset_key, play_key = jax.random.split(jax.random.PRNGKey(config.seed))
+    _, state = jax.jit(env.reset)(reset_key, params)
+    for step in range(config.steps):
+        next_state, done = advance(state, play_key, step)
+        if bool(done):  # the prompt of a finished episode is never asked: keep the last one
+            break
+        state = next_state
+    batch = jax.device_get(jax.tree.map(lambda leaf: leaf[None], state))
     mask = np.asarray(jax.jit(env.action_mask)(state, params))[None]
-    renderer = CraftRenderer(env)
-    options = PromptOptions(variant=config.variant)
-    require(0 <= config.seat < 3, f"seat={config.seat} must be 0, 1 or 2")
-    (text,) = renderer.observations(
-        batched(state), jax.device_get(params), np.array([0]), np.array([config.seat]),
-        SCENE_MESSAGES, mask, options,
+    options = env_spec.prompt_defaults
+    if config.variant is not None:
+        options = dataclasses.replace(options, variant=config.variant)
+    require(
+        options.variant in builder.variants,
+        f"variant={options.variant} must be one of: {', '.join(builder.variants)}",
+    )
+    messages = np.full((1, env.num_agents), "", dtype=object)
+    (text,) = builder.observations(
+        batch, jax.device_get(params), np.array([0]), np.array([config.seat]), messages, mask,
+        options,
     )  # fmt: skip
     if config.system:
-        text = renderer.system_prompt(options) + "\n\n---\n\n" + text
+        text = builder.system_prompt(options) + "\n\n---\n\n" + text
     print(text)
     return text
 

@@ -12,13 +12,13 @@ import pytest
 import alemlite
 from alemlite.core.prompting import PromptOptions
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import tasks
+from alemlite.envs.craft.coordination import tasks
 from alemlite.envs.craft.prompting import CRAFT_VARIANTS, CraftRenderer
 from alemlite.envs.craft.prompting.coordination import handover_window_range, quorum
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
-from llm_bridge.example_prompt import SCENE_MESSAGES, batched, craft_scene
 from llm_bridge.runner import RunConfig, run_evaluation
+from tests.llm_craft_scene import SCENE_MESSAGES, batched, craft_scene
 from tests.llm_server import ChatServer, craft_alternating
 
 AGENTS, EPISODES, MAX_STEPS = 2, 2, 4
@@ -91,7 +91,7 @@ def test_craft_system_prompts(env, variant):
     assert all((section in prompt) == (variant != "general") for section in full_rules)
 
 
-# ---- the coordination layer in words, on the hand-built scene of llm_bridge.example_prompt --
+# ---- the coordination layer in words, on the hand-built scene of tests/llm_craft_scene.py --
 GOLDEN_AGENT_0 = """\
 Step 41. Day (daylight 0.99).
 You are agent 0 (warrior) at (row 8, col 8), facing up, at tree (a hard sync task).

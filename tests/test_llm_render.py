@@ -119,3 +119,12 @@ def test_rules_follow_the_environment_config():
     prompt = DiningRenderer.for_env(env).system_prompt(PromptOptions())
     assert "one philosopher at a time each step, in number order" in prompt
     assert "every fork is put back on the table" in prompt and "episode ends" not in prompt
+
+
+def test_the_example_prompt_is_the_builders_own_after_steps_of_the_default_team(capsys):
+    from llm_bridge.example_prompt import ExamplePromptConfig, main
+
+    text = main(ExamplePromptConfig(env="dining", steps=3, seat=1, system=True))
+    assert capsys.readouterr().out == text + "\n"
+    system = DiningRenderer.for_env(alemlite.make("dining")).system_prompt(PromptOptions())
+    assert text.startswith(system + "\n\n---\n\nStep 4 of 30.\nYou are philosopher 1 of 5.")
