@@ -11,6 +11,7 @@ import pytest
 import tyro
 
 import alemlite
+import baselines
 from alemlite.core.errors import ConfigError
 from alemlite_app.cli import with_env_options
 from baselines.common.checkpoints import RunCheckpoints
@@ -207,6 +208,22 @@ def test_the_stage_advances_on_the_plateau_and_is_logged(curriculum_run):
     # The largest value's reports are the run's own; the smaller table is evaluated apart.
     assert curriculum["per_value"]["5"]["final"] == written["final"]
     assert curriculum["per_value"]["3"]["final"] != written["final"]
+
+
+def test_the_exported_policy_records_the_largest_value_and_fits_its_environment(
+    curriculum_run, env
+):
+    config, _ = curriculum_run
+    policy = baselines.load(str(Path(config.out) / "policy" / "best"))
+    assert policy.description["env"]["options"]["num_agents"] == 5
+    made = policy.make_env()
+    assert (made.num_agents, made.observation_shape) == (env.num_agents, env.observation_shape)
+    policy.check_fits(env)
+    with pytest.raises(ConfigError) as refusal:
+        policy.check_fits(alemlite.make("dining", num_philosophers=3))
+    assert "trained with num_agents=5, but this dining environment has num_agents=3" in str(
+        refusal.value
+    )
 
 
 def test_one_batch_mixes_table_sizes_and_the_tables_play_them(curriculum_run):

@@ -4,6 +4,7 @@ import jax
 import numpy as np
 import pytest
 
+import alemlite
 import baselines
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
@@ -17,7 +18,7 @@ def test_ippo_beats_uniform_random_on_held_out_seeds(tmp_path):
     config = TrainConfig(
         algorithm="ippo",
         env="dining",
-        philosophers=5,
+        options=alemlite.spec("dining").options(num_agents=5),
         num_envs=64,
         num_steps=32,
         num_updates=24,
@@ -29,7 +30,7 @@ def test_ippo_beats_uniform_random_on_held_out_seeds(tmp_path):
         test_seed=TEST_SEED,
         network=NetworkConfig(hidden_size=64),
         progress=False,
-        run_dir=str(tmp_path),
+        out=str(tmp_path),
     )
     summary = train(config, references={"uniform_random": DINING_POLICIES["uniform_random"]})
     trained = summary["final"]["episodes"]
@@ -48,6 +49,8 @@ def test_pretrained_policy_is_listed_and_acts_on_observations(pretrained):
     assert "ippo-dining-5" in baselines.pretrained_names()
     env = pretrained.make_env()
     assert env.num_agents == 5
+    pretrained.check_fits(env)
+    pretrained.check_fits(alemlite.spec("dining").build(alemlite.spec("dining").options()))
     obs, state = env.reset(jax.random.PRNGKey(0), env.default_params)
     actions = jax.jit(pretrained)(
         jax.random.PRNGKey(1), obs, env.action_mask(state, env.default_params)
