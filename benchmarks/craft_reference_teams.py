@@ -23,12 +23,12 @@ from tqdm import tqdm
 import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.errors import named_as, require_at_least
-from alemlite.envs.craft.config import CraftConfig, parse_difficulty
-from alemlite.envs.craft.policies import POLICIES
+from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import Policy, episode_keys, play_episode
 from alemlite.stats import summarise
 from benchmarks.harness import ResultsFolder, format_interval, write_results
 
+CRAFT = alemlite.spec("craft")
 REPORTED = (
     "episode_return",
     "normalised_return",
@@ -64,12 +64,15 @@ class CraftTeamsConfig(ResultsFolder):
         require_at_least(1, episodes=self.episodes)
         for difficulty in self.difficulties:
             with named_as(num_agents="agents"):
-                CraftConfig(
-                    num_agents=self.agents,
-                    map_size=self.map_size,
-                    max_steps=self.max_steps,
-                    difficulty=parse_difficulty(difficulty),
-                )
+                self.options(difficulty)
+
+    def options(self, difficulty: str) -> EnvOptions:
+        return CRAFT.options(
+            num_agents=self.agents,
+            map_size=self.map_size,
+            max_steps=self.max_steps,
+            difficulty=difficulty,
+        )
 
 
 def run(config: CraftTeamsConfig) -> dict:
@@ -78,24 +81,18 @@ def run(config: CraftTeamsConfig) -> dict:
     started = time.perf_counter()
 
     def make(difficulty: str):
-        return alemlite.make(
-            "craft",
-            num_agents=config.agents,
-            map_size=config.map_size,
-            max_steps=config.max_steps,
-            difficulty=difficulty,
-        )
+        return CRAFT.build(config.options(difficulty))
 
     env = make(config.difficulties[0])
     keys = episode_keys(config.seed, config.episodes)
     rows = []
     for team in tqdm(config.teams, desc="craft teams"):
-        play = _episodes(env, POLICIES[team](env))
+        play = _episodes(env, CRAFT.policy(team, env))
         for difficulty in config.difficulties:
             episodes = jax.device_get(play(keys, make(difficulty).default_params))
             summary = summarise({name: episodes[name] for name in REPORTED})
             rows.append({"team": team, "difficulty": difficulty, "summary": summary})
-    payload = {"config": {**asdict(config), "out_dir": str(out_dir)}, "rows": rows}
+    payload = {"config": {**asdict(config), "out": str(out_dir)}, "rows": rows}
     path = write_results("craft_reference_teams", payload, out_dir, provenance)
     print(markdown_table(rows, config.difficulties))
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s")

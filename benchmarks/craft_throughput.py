@@ -14,8 +14,6 @@ batch sizes, alternating with alemlite, and prints the ratios. Writes
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,23 +26,12 @@ from tqdm import tqdm
 
 import alemlite
 from alemlite.core.errors import ConfigError, require_at_least
-from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.state import state_nbytes
-from benchmarks.harness import (
-    ResultsFolder,
-    hash_actions,
-    time_compiled,
-    vec_rollout,
-    write_results,
-)
+from alemlite.core.spec import EnvOptions
+from benchmarks.bench.throughput import state_bytes, time_batch
+from benchmarks.harness import ResultsFolder, hash_actions, time_compiled, write_results
+from benchmarks.peers.table import PEERS, PeerRun
 
-PEERS_DIR = Path(__file__).resolve().parent / "peers"
-PEER_SETUP = {
-    "craftax": (
-        "python -m venv /tmp/peer-craftax && /tmp/peer-craftax/bin/pip install craftax==1.6.1"
-    ),
-    "alem": "python -m venv /tmp/peer-alem && /tmp/peer-alem/bin/pip install alem-env==0.2.1",
-}
+CRAFT = alemlite.spec("craft")
 PLOT_LABELS = {"hashed": "env only (hashed actions)", "uniform_random": "random policy"}
 
 
@@ -85,34 +72,27 @@ class CraftBenchConfig(ResultsFolder):
             peer_envs=self.peer_envs,
             map_size_check_envs=self.map_size_check_envs,
         )
-        CraftConfig(num_agents=self.num_agents, map_size=self.map_size)
+        self.options()
         for map_size in self.map_size_check:
             try:
-                CraftConfig(num_agents=self.num_agents, map_size=map_size)
+                self.options(map_size)
             except ConfigError as error:
                 raise ConfigError(f"map_size_check={self.map_size_check}: {error}") from None
 
+    def options(self, map_size: int | None = None) -> EnvOptions:
+        return CRAFT.options(num_agents=self.num_agents, map_size=map_size or self.map_size)
+
 
 def _time_alemlite(env, num_envs: int, config: CraftBenchConfig, random_policy: bool) -> dict:
-    rollout = vec_rollout(
+    return time_batch(
         env,
         num_envs,
         config.steps_per_call,
-        random_policy,
+        config.repeats,
+        "uniform_random" if random_policy else "hashed",
         pool_size=min(config.pool_size, num_envs),
         refresh_per_step=config.refresh_per_step,
     )
-    timing = time_compiled(rollout, jax.random.PRNGKey(0), repeats=config.repeats)
-    env_steps = num_envs * config.steps_per_call / timing.median_s
-    return {
-        "num_envs": num_envs,
-        "policy": "uniform_random" if random_policy else "hashed",
-        "env_steps_per_s": env_steps,
-        "agent_steps_per_s": env_steps * env.num_agents,
-        "env_steps_per_s_min": num_envs * config.steps_per_call / timing.max_s,
-        "env_steps_per_s_max": num_envs * config.steps_per_call / timing.min_s,
-        "timing": asdict(timing),
-    }
 
 
 def _time_step_only(map_size: int, config: CraftBenchConfig, with_observation: bool) -> dict:
@@ -121,7 +101,7 @@ def _time_step_only(map_size: int, config: CraftBenchConfig, with_observation: b
     Like the sweep and the peers, the plain figure leaves the observation unused (XLA
     then never builds it); `with_observation` consumes all of it, as a learner does.
     """
-    env = alemlite.make("craft", num_agents=config.num_agents, map_size=map_size)
+    env = CRAFT.build(config.options(map_size))
     params, num_envs = env.default_params, config.map_size_check_envs
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     _, start = reset(jax.random.split(jax.random.PRNGKey(0), num_envs), params)
@@ -150,29 +130,9 @@ def _time_step_only(map_size: int, config: CraftBenchConfig, with_observation: b
     }
 
 
-def _time_peer(name: str, python: Path, num_envs: int, config: CraftBenchConfig) -> list[dict]:
-    """Run `benchmarks/peers/<name>_peer.py` in its own interpreter; one row per mode."""
-    command = [
-        str(python),
-        str(PEERS_DIR / f"{name}_peer.py"),
-        "--num-envs",
-        str(num_envs),
-        "--steps",
-        str(config.steps_per_call),
-        "--repeats",
-        str(config.repeats),
-        "--num-agents",
-        str(config.num_agents),
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        print(f"{name} peer failed at {num_envs} envs:\n{result.stderr[-2000:]}")
-        return [{"peer": name, "num_envs": num_envs, "error": result.stderr[-2000:]}]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-
-
 def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
     peers = {}
+    setups = {peer.name: peer.setup for peer in PEERS["craft"]}
     for name, python in (("craftax", config.craftax_python), ("alem", config.alem_python)):
         if python is not None and Path(python).exists():
             peers[name] = Path(python)
@@ -180,7 +140,7 @@ def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
             where = "not given" if python is None else f"missing at {python}"
             print(
                 f"{name} peer {where}: timing alemlite only. Create it with:\n"
-                f"  {PEER_SETUP[name]}\nand pass --{name}-python <venv>/bin/python"
+                f"  {setups[name]}\nand pass --{name}-python <venv>/bin/python"
             )
     return peers
 
@@ -188,8 +148,7 @@ def _available_peers(config: CraftBenchConfig) -> dict[str, Path]:
 def run(config: CraftBenchConfig) -> dict:
     """Sweep Craft throughput; time peers side by side where their venvs are given."""
     out_dir, provenance = config.begin("craft_throughput")
-    env = alemlite.make("craft", num_agents=config.num_agents, map_size=config.map_size)
-    state = jax.jit(env.generate)(jax.random.PRNGKey(0), env.default_params)
+    env = CRAFT.build(config.options())
     sizes = [2**power for power in range(config.min_log2_envs, config.max_log2_envs + 1)]
     sweep = []
     for num_envs in tqdm(sizes, desc="craft sweep"):
@@ -209,11 +168,13 @@ def run(config: CraftBenchConfig) -> dict:
         )
 
     peers = _available_peers(config)
+    timers = {peer.name: peer.time for peer in PEERS["craft"]}
     side_by_side = []
     for num_envs in config.peer_envs if peers else ():
         ours = _time_alemlite(env, num_envs, config, random_policy=False)
         for name, python in peers.items():
-            for row in _time_peer(name, python, num_envs, config):
+            request = PeerRun(num_envs, config.steps_per_call, config.repeats, python)
+            for row in timers[name](config.options(), request):
                 if "env_steps_per_s" in row:
                     row["alemlite_env_steps_per_s"] = ours["env_steps_per_s"]
                     row["ratio"] = ours["env_steps_per_s"] / row["env_steps_per_s"]
@@ -234,11 +195,11 @@ def run(config: CraftBenchConfig) -> dict:
     payload = {
         "config": {
             **asdict(config),
-            "out_dir": str(out_dir),
+            "out": str(out_dir),
             "craftax_python": str(config.craftax_python),
             "alem_python": str(config.alem_python),
         },
-        "state_bytes_per_env": state_nbytes(state),
+        "state_bytes_per_env": state_bytes(env),
         "compile_s": {
             "min": min(compile_s),
             "median": float(np.median(compile_s)),

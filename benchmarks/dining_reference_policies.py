@@ -6,6 +6,8 @@ intervals (Student-t; Wilson for the deadlock rate) to
 `benchmarks/results/dining_reference_policies_<platform>.json`.
 
     python -m benchmarks.dining_reference_policies [--episodes 300] [--num-philosophers 5]
+
+`alemlite bench policies --env dining` plays them under one reward (any environment's).
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ import numpy as np
 import tyro
 
 import alemlite
-from alemlite.core.errors import require_at_least
-from alemlite.envs.dining.config import DiningConfig
-from alemlite.envs.dining.policies import DINING_POLICIES
-from alemlite.evaluation import evaluate
+from alemlite.core.errors import named_as, require_at_least
 from alemlite.stats import summarise
+from benchmarks.bench.policies import policy_episodes
 from benchmarks.harness import ResultsFolder, format_interval, write_results
 
+DINING = alemlite.spec("dining")
 REWARDS = ("shaped", "paper")
 
 
@@ -36,18 +37,19 @@ class DiningPoliciesConfig(ResultsFolder):
 
     def __post_init__(self):
         require_at_least(1, episodes=self.episodes)
-        DiningConfig(num_philosophers=self.num_philosophers)
+        with named_as(num_agents="num_philosophers"):
+            DINING.options(num_agents=self.num_philosophers)
 
 
 def run(config: DiningPoliciesConfig) -> dict:
     """Evaluate the policies, print the table and write the JSON; returns the payload."""
     out_dir, provenance = config.begin("dining_reference_policies")
     policies: dict[str, dict] = {}
-    for name, policy in sorted(DINING_POLICIES.items()):
+    for name in sorted(DINING.policies):
         policies[name] = {}
         for reward in REWARDS:
-            env = alemlite.make("dining", num_philosophers=config.num_philosophers, reward=reward)
-            episodes = evaluate(env, policy, env.default_params, config.episodes, config.seed)
+            options = DINING.options(num_agents=config.num_philosophers, reward=reward)
+            episodes = policy_episodes(DINING, options, name, config.episodes, config.seed)
             reported = {
                 "episode_return": episodes["episode_return"],
                 "meals_total": episodes["meals_total"],
@@ -55,7 +57,7 @@ def run(config: DiningPoliciesConfig) -> dict:
                 "fairness": episodes["fairness"],
             }
             policies[name][reward] = summarise(reported)
-    payload = {"config": {**asdict(config), "out_dir": str(out_dir)}, "policies": policies}
+    payload = {"config": {**asdict(config), "out": str(out_dir)}, "policies": policies}
     path = write_results("dining_reference_policies", payload, out_dir, provenance)
     print(markdown_table(payload))
     print(f"wrote {path}")

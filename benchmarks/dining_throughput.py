@@ -7,31 +7,27 @@ oracle) in the same run, then prints the ratio at N = 5. Writes
 `benchmarks/results/dining_throughput_<platform>.json` and a plot beside it.
 
     python -m benchmarks.dining_throughput            # full CPU sweep
-    alemlite bench dining --max-log2-envs 12          # the same, smaller
+    python -m benchmarks.dining_throughput --table-sizes 5 --max-log2-envs 12
+
+`alemlite bench --env dining --num-agents N` times one table size the same way.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import jax
 import matplotlib.pyplot as plt
 import tyro
 from tqdm import tqdm
 
 import alemlite
 from alemlite.core.errors import require_at_least
-from benchmarks.harness import (
-    ResultsFolder,
-    Timing,
-    time_compiled,
-    time_python,
-    vec_rollout,
-    write_results,
-)
-from benchmarks.reference.dining import DiningOracle
+from benchmarks.bench.throughput import time_batch
+from benchmarks.harness import ResultsFolder, write_results
+from benchmarks.peers.table import python_engine_timing
+
+DINING = alemlite.spec("dining")
 
 PLOT_LABELS = {"hashed": "env only", "uniform_random": "random policy"}
 
@@ -58,45 +54,32 @@ class DiningBenchConfig(ResultsFolder):
         )
 
 
-def _oracle_timing(num_philosophers: int, steps: int, repeats: int) -> Timing:
-    oracle = DiningOracle(num_philosophers=num_philosophers)
-    rng = random.Random(0)
-    actions = [[rng.randrange(4) for _ in range(num_philosophers)] for _ in range(steps)]
-
-    def play():
-        oracle.reset()
-        for step_actions in actions:
-            _, terminated, truncated = oracle.step(step_actions)
-            if terminated or truncated:
-                oracle.reset()
-
-    return time_python(play, repeats)
-
-
 def run(config: DiningBenchConfig) -> dict:
     """Sweep dining throughput and compare with the plain-Python engine."""
     out_dir, provenance = config.begin("dining_throughput")
     sweep = []
     sizes = [2**power for power in range(config.max_log2_envs + 1)]
-    points = [(n, b, policy) for n in config.table_sizes for b in sizes for policy in (False, True)]
-    for num_philosophers, num_envs, random_policy in tqdm(points, desc="dining sweep"):
-        env = alemlite.make("dining", num_philosophers=num_philosophers)
-        rollout = vec_rollout(env, num_envs, config.steps_per_call, random_policy)
-        timing = time_compiled(rollout, jax.random.PRNGKey(0), repeats=config.repeats)
-        env_steps = num_envs * config.steps_per_call / timing.median_s
+    points = [
+        (n, b, policy) for n in config.table_sizes for b in sizes
+        for policy in ("hashed", "uniform_random")
+    ]  # fmt: skip
+    for num_philosophers, num_envs, policy in tqdm(points, desc="dining sweep"):
+        env = DINING.build(DINING.options(num_agents=num_philosophers))
+        row = time_batch(env, num_envs, config.steps_per_call, config.repeats, policy)
         sweep.append(
             {
                 "num_philosophers": num_philosophers,
                 "num_envs": num_envs,
-                "policy": "uniform_random" if random_policy else "hashed",
-                "env_steps_per_s": env_steps,
-                "philosopher_steps_per_s": env_steps * num_philosophers,
-                "timing": asdict(timing),
+                "policy": policy,
+                "env_steps_per_s": row["env_steps_per_s"],
+                "philosopher_steps_per_s": row["agent_steps_per_s"],
+                "timing": row["timing"],
             }
         )
     oracle = {}
     for num_philosophers in config.table_sizes:
-        timing = _oracle_timing(num_philosophers, config.oracle_steps, config.repeats)
+        options = DINING.options(num_agents=num_philosophers)
+        timing = python_engine_timing(options, config.oracle_steps, config.repeats)
         oracle[num_philosophers] = {
             "philosopher_steps_per_s": config.oracle_steps * num_philosophers / timing.median_s,
             "timing": asdict(timing),
@@ -117,7 +100,7 @@ def run(config: DiningBenchConfig) -> dict:
                 / oracle[num_philosophers]["philosopher_steps_per_s"],
             }
     payload = {
-        "config": {**asdict(config), "out_dir": str(out_dir)},
+        "config": {**asdict(config), "out": str(out_dir)},
         "sweep": sweep,
         "python_engine": {str(n): value for n, value in oracle.items()},
         "best": best,

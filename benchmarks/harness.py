@@ -104,9 +104,9 @@ def refuse_earlier_runs(run_dirs: Iterable[Path], reuse_runs: bool) -> None:
 class ResultsFolder:
     """The output options of every benchmark that writes one results folder."""
 
-    out_dir: Path | None = None
-    """Where the results go; default: a fresh folder under runs/bench/ (benchmarks/results/
-    with --publish)."""
+    out: Path | None = None
+    """The folder the results go to; default: a fresh folder under runs/bench/
+    (benchmarks/results/ with --publish)."""
     publish: bool = False
     """Write the published results in benchmarks/results/, replacing them."""
     allow_dirty: bool = False
@@ -114,8 +114,8 @@ class ResultsFolder:
 
     def begin(self, benchmark: str) -> tuple[Path, RunProvenance]:
         """The folder this run writes and its provenance, checked before any work."""
-        out_dir = output_path(self.out_dir, self.publish, RESULTS_DIR, benchmark)
-        return out_dir, begin_run([out_dir], self.allow_dirty, self.publish)
+        out = output_path(self.out, self.publish, RESULTS_DIR, benchmark)
+        return out, begin_run([out], self.allow_dirty, self.publish)
 
 
 def write_results(name: str, payload: dict[str, Any], out_dir: Path, run: RunProvenance) -> Path:
@@ -138,23 +138,36 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# How benchmark actions are chosen: a cheap hash of (step, env, agent), which times the
+# environment alone (the performance spec); uniform over every action id; uniform over the
+# legal actions (the action mask), as a random policy plays.
+ACTIONS = ("hashed", "uniform_random", "legal_random")
+
+
 def vec_rollout(
     env: Any,
     num_envs: int,
     steps: int,
-    random_policy: bool,
+    actions: str,
     pool_size: int = 0,
     refresh_per_step: int = 1,
 ) -> Callable[[jax.Array], jax.Array]:
-    """`run(key)`: reset a `VecEnv` batch and play `steps` auto-resetting steps.
-
-    Actions are hashed (the environment alone is timed) or, with
-    `random_policy`, drawn uniformly with `jax.random` as a real policy would.
-    """
+    """`run(key)`: reset a `VecEnv` batch and play `steps` auto-resetting steps, the actions
+    chosen as `actions` (one of `ACTIONS`) says."""
     from alemlite.core import VecEnv
 
+    require(actions in ACTIONS, f"actions={actions!r}; choose one of {ACTIONS}")
     vec = VecEnv(env, num_envs, pool_size=pool_size, refresh_per_step=refresh_per_step)
     params = env.default_params
+    shape = (num_envs, env.num_agents)
+
+    def choose(step, key, state):
+        if actions == "hashed":
+            return hash_actions(step, num_envs, env.num_agents, env.num_actions)
+        if actions == "uniform_random":
+            return jax.random.randint(key, shape, 0, env.num_actions)
+        legal = vec.action_mask(state, params)
+        return jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
 
     def run(key: jax.Array) -> jax.Array:
         _, state = vec.reset(key, params)
@@ -162,12 +175,8 @@ def vec_rollout(
         def one_step(carry, step):
             state, key = carry
             key, env_key, policy_key = jax.random.split(key, 3)
-            if random_policy:
-                shape = (num_envs, env.num_agents)
-                actions = jax.random.randint(policy_key, shape, 0, env.num_actions)
-            else:
-                actions = hash_actions(step, num_envs, env.num_agents, env.num_actions)
-            _, state, reward, _, _ = vec.step(env_key, state, actions, params)
+            chosen = choose(step, policy_key, state)
+            _, state, reward, _, _ = vec.step(env_key, state, chosen, params)
             return (state, key), reward.sum()
 
         _, rewards = jax.lax.scan(one_step, (state, key), jnp.arange(steps))

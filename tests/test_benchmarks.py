@@ -1,6 +1,9 @@
-"""The benchmark scripts run end to end and write what the README quotes (no timing asserted)."""
+"""The benchmark scripts run end to end and write what the README quotes (no timing asserted);
+`alemlite bench` serves every registered environment; published commands still parse."""
 
 import json
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -9,9 +12,33 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
+import tyro
 
+import alemlite
+from benchmarks.bench import policies, prompts, throughput, training
 from benchmarks.dining_throughput import DiningBenchConfig, run
-from benchmarks.harness import hash_actions
+from benchmarks.harness import RESULTS_DIR, hash_actions
+
+ROOT = Path(__file__).resolve().parents[1]
+PLATFORM = jax.devices()[0].platform
+# Each published benchmark module's command line: `python -m benchmarks.NAME` -> its config.
+MAIN_CONFIGS = {
+    "dining_throughput": "benchmarks.dining_throughput:DiningBenchConfig",
+    "craft_throughput": "benchmarks.craft_throughput:CraftBenchConfig",
+    "dining_reference_policies": "benchmarks.dining_reference_policies:DiningPoliciesConfig",
+    "craft_reference_teams": "benchmarks.craft_reference_teams:CraftTeamsConfig",
+    "prompt_throughput": "benchmarks.prompt_throughput:PromptBenchConfig",
+    "training_speed": "benchmarks.training_speed:TrainingSpeedConfig",
+    "marl_dining": "benchmarks.marl_dining:MarlDiningConfig",
+    "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
+    "coordination_study": "benchmarks.study.config:StudyConfig",
+}
+
+
+def small(name: str):
+    env_spec = alemlite.spec(name)
+    return env_spec.options(**env_spec.small_options)
 
 
 def test_hashed_actions_are_legal_ids_that_vary_by_step_env_and_agent():
@@ -24,26 +51,26 @@ def test_hashed_actions_are_legal_ids_that_vary_by_step_env_and_agent():
 def test_dining_benchmark_writes_results_with_the_python_engine_ratio(tmp_path):
     config = DiningBenchConfig(
         table_sizes=(3,), max_log2_envs=1, steps_per_call=4, repeats=1, oracle_steps=50,
-        out_dir=tmp_path,
+        out=tmp_path,
     )  # fmt: skip
     run(config)
-    result = json.loads(
-        (tmp_path / f"dining_throughput_{jax.devices()[0].platform}.json").read_text()
-    )
+    result = json.loads((tmp_path / f"dining_throughput_{PLATFORM}.json").read_text())
     assert result["libraries"]["jax"] == jax.__version__ and result["commit"]
     assert {row["num_envs"] for row in result["sweep"]} == {1, 2}
+    assert {row["policy"] for row in result["sweep"]} == {"hashed", "uniform_random"}
     assert result["best"]["N3_hashed"]["ratio_to_python"] > 0
-    assert (tmp_path / f"dining_throughput_{jax.devices()[0].platform}.png").stat().st_size > 0
+    assert (tmp_path / f"dining_throughput_{PLATFORM}.png").stat().st_size > 0
 
 
 def test_dining_benchmark_times_the_python_engine_without_the_tests_folder(tmp_path):
     # An installed package has no tests/ beside benchmarks/: run a copy of benchmarks/ alone.
-    source = Path(__file__).resolve().parents[1] / "benchmarks"
+    source = ROOT / "benchmarks"
     shutil.copytree(source, tmp_path / "benchmarks", ignore=shutil.ignore_patterns("results"))
     script = (
-        "import benchmarks, benchmarks.dining_throughput as bench;"
+        "import alemlite, benchmarks, benchmarks.peers.table as peers;"
         "print(benchmarks.__file__);"
-        "print(bench._oracle_timing(3, 20, 1).median_s > 0)"
+        "options = alemlite.spec('dining').options(num_agents=3);"
+        "print(peers.python_engine_timing(options, 20, 1).median_s > 0)"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False
@@ -51,3 +78,132 @@ def test_dining_benchmark_times_the_python_engine_without_the_tests_folder(tmp_p
     assert done.returncode == 0, done.stderr
     package_file, timed = done.stdout.split()
     assert Path(package_file).is_relative_to(tmp_path) and timed == "True"
+
+
+@pytest.mark.parametrize("env", alemlite.registered_environments())
+def test_bench_sweeps_any_environment_and_times_its_in_process_peers(env, tmp_path):
+    config = throughput.ThroughputConfig(
+        env=env, options=small(env), max_log2_envs=1, steps_per_call=3, repeats=1,
+        pool_size=2, peer_envs=(2,), peer_steps=20, out=tmp_path,
+    )  # fmt: skip
+    throughput.run(config)
+    result = json.loads((tmp_path / f"throughput_{env}_{PLATFORM}.json").read_text())
+    points = {(row["num_envs"], row["policy"]) for row in result["sweep"]}
+    assert points == {(n, p) for n in (1, 2) for p in ("hashed", "legal_random")}
+    num_agents = result["num_agents"]
+    assert all(
+        row["agent_steps_per_s"] == pytest.approx(row["env_steps_per_s"] * num_agents)
+        for row in result["sweep"]
+    )
+    assert result["state_bytes_per_env"] > 0 and result["options"] == config.options.__dict__
+    # Only the in-process peers run without being pointed at a virtual environment.
+    in_process = [peer.name for peer in throughput.PEERS.get(env, ()) if not peer.setup]
+    assert [row["peer"] for row in result["peers"]] == in_process
+    assert all(row["ratio"] > 0 and row["ratio_to_best"] > 0 for row in result["peers"])
+    assert (tmp_path / f"throughput_{env}_{PLATFORM}.png").stat().st_size > 0
+
+
+def test_a_peer_needs_its_interpreter_and_an_environment_that_has_it():
+    with pytest.raises(alemlite.core.ConfigError, match="peers='craftax'"):
+        throughput.ThroughputConfig(env="craft", peers=("craftax",))
+    with pytest.raises(alemlite.core.ConfigError, match="those: \\(none\\)"):
+        throughput.ThroughputConfig(env="dining", peers=("craftax=/usr/bin/python",))
+    config = throughput.ThroughputConfig(env="craft", peers=("alem=/tmp/peer-alem/bin/python",))
+    assert config.peer_pythons() == {"alem": Path("/tmp/peer-alem/bin/python")}
+
+
+@pytest.mark.parametrize("env", alemlite.registered_environments())
+def test_bench_policies_tables_every_scripted_policy_of_any_environment(env, tmp_path, capsys):
+    config = policies.PoliciesConfig(env=env, options=small(env), episodes=3, out=tmp_path)
+    policies.run(config)
+    result = json.loads((tmp_path / f"reference_policies_{env}_{PLATFORM}.json").read_text())
+    env_spec = alemlite.spec(env)
+    assert set(result["policies"]) == set(env_spec.policies)
+    assert result["metrics"] == ["episode_return", *env_spec.metrics]
+    for summary in result["policies"].values():
+        assert all(summary[metric]["n"] == 3 for metric in result["metrics"])
+    table = capsys.readouterr().out
+    assert all(f"| {name} | " in table for name in env_spec.policies)
+
+
+def test_bench_policies_plays_the_seed_protocol_of_alemlite_eval():
+    # The same episodes as `alemlite eval --team NAME` (seed + i): the same returns.
+    from alemlite.evaluation import evaluate
+
+    options = small("dining")
+    ours = policies.policy_episodes(alemlite.spec("dining"), options, "backoff", 5, 7)
+    env = alemlite.spec("dining").build(options)
+    theirs = evaluate(env, alemlite.spec("dining").policy("backoff", env), env.default_params, 5, 7)
+    np.testing.assert_array_equal(ours["episode_return"], theirs["episode_return"])
+
+
+def test_bench_policies_refuses_a_policy_the_environment_lacks():
+    with pytest.raises(alemlite.core.ConfigError, match="policies='team' is not a dining policy"):
+        policies.PoliciesConfig(env="dining", policies=("team",))
+
+
+@pytest.mark.parametrize(
+    "env", [name for name in alemlite.registered_environments() if alemlite.spec(name).prompts]
+)
+def test_bench_prompts_times_any_environments_prompt_builder(env, tmp_path):
+    config = prompts.PromptsConfig(env=env, options=small(env), num_envs=2, repeats=1, out=tmp_path)
+    prompts.run(config)
+    result = json.loads((tmp_path / f"prompt_throughput_{env}_{PLATFORM}.json").read_text())
+    (row,) = result["results"]
+    assert row["prompts_per_batch"] == 2 * row["agents_per_env"] and row["mean_prompt_chars"] > 0
+
+
+def test_bench_training_times_an_update_against_the_environment_alone(tmp_path):
+    config = training.TrainingSpeedConfig(
+        env="dining", options=small("dining"), algorithms=("ippo",), log2_envs=(2,),
+        num_steps=4, repeats=1, out=tmp_path,
+    )  # fmt: skip
+    training.run(config)
+    result = json.loads((tmp_path / f"training_speed_dining_{PLATFORM}.json").read_text())
+    (point,) = result["points"]
+    assert point["num_envs"] == 4 and point["agent_steps_per_call"] == 4 * 4 * 3
+    assert point["ippo_fraction_of_env_only"] > 0
+
+
+def _published_commands() -> list[str]:
+    """Every `python -m benchmarks.NAME ...` the results JSON record or the docs quote."""
+    commands = set()
+    for path in RESULTS_DIR.glob("*.json"):
+        recorded = json.loads(path.read_text())
+        machine = recorded.get("machine")  # the training benchmarks' provenance block
+        command = machine.get("command") if isinstance(machine, dict) else recorded.get("command")
+        if isinstance(command, str) and command.startswith("python -m benchmarks."):
+            commands.add(command)
+    pages = (ROOT / "README.md", ROOT / "baselines" / "README.md", *(ROOT / "docs").glob("*.md"))
+    for page in pages:
+        for line in page.read_text().splitlines():
+            for quoted in re.findall(r"`(python -m benchmarks\.[^`]*)`", line):
+                commands.add(quoted)
+            if line.startswith("python -m benchmarks."):
+                commands.add(line.split("#")[0].strip())
+    return sorted(commands)
+
+
+@pytest.mark.parametrize("command", _published_commands())
+def test_every_published_benchmark_command_still_parses(command):
+    words = shlex.split(command.replace("PEER/bin/python", "/tmp/peer/bin/python"))
+    module = words[2].removeprefix("benchmarks.")
+    module_name, class_name = MAIN_CONFIGS[module].split(":")
+    config_type = getattr(__import__(module_name, fromlist=[class_name]), class_name)
+    assert dataclass_fields(tyro.cli(config_type, args=words[3:]))
+
+
+def dataclass_fields(config) -> dict:
+    return {name: getattr(config, name) for name in config.__dataclass_fields__}
+
+
+def test_the_published_craft_training_speed_command_means_what_it_did():
+    from benchmarks.training_speed import TrainingSpeedConfig
+
+    args = "--env craft --agents 3 --map-size 32 --max-steps 500 --network.hidden-size 32"
+    config = tyro.cli(TrainingSpeedConfig, args=shlex.split(args)).benchmark()
+    assert config.options == alemlite.spec("craft").options(
+        num_agents=3, map_size=32, max_steps=500, difficulty="medium"
+    )
+    dining = tyro.cli(TrainingSpeedConfig, args=[]).benchmark()
+    assert dining.env == "dining" and dining.options == alemlite.spec("dining").options()

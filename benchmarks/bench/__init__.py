@@ -1,0 +1,1 @@
+"""`alemlite bench`: the benchmarks of any registered environment (`--env`), read from its spec."""
