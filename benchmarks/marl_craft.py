@@ -92,10 +92,12 @@ class MarlCraftConfig:
         return TrainConfig(
             algorithm=algorithm,
             env="craft",
-            map_size=self.map_size,
-            agents=self.agents,
-            max_steps=self.max_steps,
-            difficulty=difficulty,
+            options=alemlite.spec("craft").options(
+                num_agents=self.agents,
+                map_size=self.map_size,
+                max_steps=self.max_steps,
+                difficulty=difficulty,
+            ),
             num_envs=self.num_envs,
             num_steps=self.num_steps,
             num_updates=self.num_updates,
@@ -106,7 +108,7 @@ class MarlCraftConfig:
             test_episodes=self.test_episodes,
             network=self.network,
             ppo=self.ppo,
-            run_dir=str(run_dir),
+            out=str(run_dir),
         )
 
 
@@ -143,7 +145,7 @@ def run(config: MarlCraftConfig) -> dict:
     figures_dir.mkdir(parents=True, exist_ok=True)
     for difficulty in config.difficulties:
         first = config.train_config(config.algorithms[0], difficulty, config.runs_dir)
-        env = alemlite.make("craft", **first.env_kwargs())
+        env = first.make_env()
         references_path = config.runs_dir / f"teams-craft-{difficulty}{config.label}.json"
         if config.reuse_runs and references_path.exists():
             references = json.loads(references_path.read_text())

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import tyro
 
+import alemlite
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
 from baselines.common.trainer import train
@@ -28,6 +29,7 @@ from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse
 from benchmarks.provenance import begin_run
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
+DINING = alemlite.spec("dining")
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,6 @@ def run(config: MarlDiningConfig) -> dict:
     provenance = begin_run([out, figures_dir], config.allow_dirty, config.publish)
     results = {"config": {**dataclasses.asdict(config), "out": str(out)}, "runs": {}}
     figures_dir.mkdir(parents=True, exist_ok=True)
-    references = reference_policies("dining")
     for size in config.sizes:
         for algorithm in config.algorithms:
             name = f"{algorithm}-dining-{size}{config.label}"
@@ -83,7 +84,7 @@ def run(config: MarlDiningConfig) -> dict:
             train_config = TrainConfig(
                 algorithm=algorithm,
                 env="dining",
-                philosophers=size,
+                options=DINING.options(num_agents=size),
                 num_envs=config.num_envs,
                 num_steps=config.num_steps,
                 num_updates=config.num_updates,
@@ -92,9 +93,10 @@ def run(config: MarlDiningConfig) -> dict:
                 num_seeds=config.num_seeds,
                 network=config.network,
                 ppo=config.ppo,
-                run_dir=str(run_dir),
+                out=str(run_dir),
             )
-            summary = train(train_config, references=references)
+            env = train_config.make_env()
+            summary = train(train_config, env, references=reference_policies("dining", env))
             results["runs"][name] = summary
             shutil.copy(run_dir / "learning_curve.png", figures_dir / f"{name}.png")
     results["machine"] = provenance.describe()
@@ -105,6 +107,13 @@ def run(config: MarlDiningConfig) -> dict:
     return results
 
 
+def table_size(summary: dict) -> int:
+    """A run's table size N, from its summary (runs before environment options recorded
+    `make`'s keyword arguments)."""
+    env = summary["env"]
+    return env["options"]["num_agents"] if "options" in env else env["num_philosophers"]
+
+
 def markdown_table(results: dict) -> str:
     """Held-out returns: agents (CI across seeds) and scripted policies (CI over episodes)."""
     lines = [
@@ -113,7 +122,7 @@ def markdown_table(results: dict) -> str:
     ]
     references: dict[int, dict] = {}
     for summary in results["runs"].values():
-        size = summary["env"]["num_philosophers"]
+        size = table_size(summary)
         final = format_interval(summary["final"]["return_across_seeds"])
         best = format_interval(summary["best"]["return_across_seeds"])
         agent = f"{summary['algorithm'].upper()} ({summary['num_seeds']} seeds)"

@@ -266,19 +266,39 @@ def test_aggregate_refuses_a_setting_no_scripted_policy_solves():
 
 
 def test_report_only_rebuilds_the_report_and_profiles_from_the_json(tmp_path):
-    results_path = tmp_path / "study.json"
-    results_path.write_text(to_json(fake_results()))
-    config = StudyConfig(
-        report_only=True, out=results_path, figures_dir=tmp_path, report=tmp_path / "study.md"
-    )
-    run_study(config)
-    report = (tmp_path / "study.md").read_text()
+    (tmp_path / "coordination_study_cpu.json").write_text(to_json(fake_results()))
+    run_study(StudyConfig(report_only=True, out=tmp_path))
+    report = (tmp_path / "coordination_study.md").read_text()
     aggregate = report.split("## Aggregate over the settings")[1].split("## Returns")[0]
     assert "| GRPO | " in aggregate and "| GRPO vs SRPO | " in aggregate
     assert (
-        "![performance profiles of normalised returns](study_performance_profiles.png)" in aggregate
+        "![performance profiles of normalised returns](figures/study_performance_profiles.png)"
+        in aggregate
     )
-    assert (tmp_path / "study_performance_profiles.png").stat().st_size > 0
+    assert (tmp_path / "figures" / "study_performance_profiles.png").stat().st_size > 0
+
+
+def test_report_only_without_results_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="holds no results to rebuild from"):
+        run_study(StudyConfig(report_only=True, out=tmp_path))
+
+
+def test_the_study_writes_into_its_folder_unless_published(tmp_path):
+    config = StudyConfig(scale="gpu", out=tmp_path)
+    outputs = config.outputs()
+    assert config.runs_dir == tmp_path / "gpu"
+    assert outputs.results == tmp_path / "coordination_study_gpu.json"
+    assert outputs.report == tmp_path / "coordination_study_gpu.md"
+    assert outputs.figures_dir == tmp_path / "figures"
+    published = dataclasses.replace(config, publish=True).outputs()
+    assert published.results.parent.name == "results" and published.report.parent.name == "docs"
+
+
+def test_a_bad_table_size_or_reward_is_refused_before_any_training():
+    with pytest.raises(ConfigError, match=r"^sizes=1 "):
+        StudyConfig(sizes=(5, 1))
+    with pytest.raises(ConfigError, match="unknown reward 'meals'"):
+        StudyConfig(rewards=("paper", "meals"))
 
 
 def test_curriculum_rows_name_the_last_size_and_the_tests():
@@ -289,7 +309,7 @@ def test_curriculum_rows_name_the_last_size_and_the_tests():
 
 def test_teamtr_gets_the_same_table_steps_in_one_update_per_seat():
     budget = dataclasses.replace(SCALES["cpu"], num_updates=150)
-    curriculum = CurriculumConfig(sizes=(5, 10, 15))
+    curriculum = CurriculumConfig(values=(5, 10, 15))
     ippo = train_config(budget, "ippo", 15, "paper", "runs/x")
     teamtr = train_config(budget, "teamtr", 15, "paper", "runs/x")
     assert (ippo.num_updates, teamtr.num_updates) == (150, 10)
@@ -297,4 +317,4 @@ def test_teamtr_gets_the_same_table_steps_in_one_update_per_seat():
     assert (ippo.eval_interval, ippo.updates_per_chunk) == (12, 6)
     assert (teamtr.eval_interval, teamtr.updates_per_chunk) == (1, 1)
     staged = train_config(budget, "ippo", 15, "shaped", "runs/x", curriculum)
-    assert staged.env_kwargs()["max_philosophers"] == 15 and staged.num_updates == 150
+    assert staged.make_env().num_agents == 15 and staged.num_updates == 150

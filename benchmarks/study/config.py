@@ -7,12 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from alemlite.core.errors import named_as, require, require_at_least
-from alemlite.envs.dining.config import DiningConfig
+import alemlite
+from alemlite.core.errors import named_as, require_at_least
 from baselines.common.config import CurriculumConfig
-from benchmarks.harness import RESULTS_DIR, output_path
+from benchmarks.harness import RESULTS_DIR
 from benchmarks.marl_dining import FIGURES_DIR
 
+# The study is an experiment on the dining table: its rewards, its per-episode metrics and
+# its scripted anchors below are the table's, read through its spec.
+ENV = "dining"
 REPORT = Path(__file__).resolve().parents[2] / "docs" / "coordination_study.md"
 METHODS = ("ippo", "mappo", "grpo", "srpo", "teamtr")
 # The per-episode metrics kept for every policy (the dining env's names, plus the return).
@@ -86,7 +89,7 @@ class StudyConfig:
     curriculum_reward: str = "shaped"
     curriculum: CurriculumConfig = field(
         default_factory=lambda: CurriculumConfig(
-            sizes=(5, 10, 15), patience=1, min_improvement=0.1, mix=0.25
+            values=(5, 10, 15), patience=1, min_improvement=0.1, mix=0.25
         )
     )
     num_seeds: int | None = None
@@ -95,20 +98,15 @@ class StudyConfig:
     num_updates: int | None = None
     test_episodes: int | None = None
     eval_episodes: int | None = None
-    runs_dir: Path = Path("runs/study")
-    """Run directories go to RUNS_DIR/SCALE/."""
-    out: Path | None = None
-    """Results JSON; default: coordination_study_SCALE.json in a fresh folder under
-    runs/bench/study/ (in benchmarks/results/ with --publish). With --report-only: the results
-    JSON the report is rebuilt from."""
-    figures_dir: Path | None = None
-    """Plots, as study_*.png (study_SCALE_*.png for scales other than "cpu"); default:
-    figures/ beside the results JSON (docs/figures/ with --publish)."""
-    report: Path | None = None
-    """Markdown report; default: coordination_study.md beside the results JSON (with --publish:
-    docs/coordination_study.md, or coordination_study_SCALE.md for other scales)."""
+    out: Path = Path("runs/study")
+    """The study's folder: its run directories (SCALE/), kept so that a rerun resumes, and,
+    unless published, the results coordination_study_SCALE.json, the report
+    (coordination_study.md; coordination_study_SCALE.md for scales other than "cpu") and the
+    plots in figures/ (study_*.png; study_SCALE_*.png). With --report-only: the folder
+    holding the results the report is rebuilt from."""
     publish: bool = False
-    """Write the published results, figures and report, replacing them."""
+    """Write the results, figures and report to the published places (benchmarks/results/,
+    docs/figures/, docs/), replacing them."""
     reuse_runs: bool = True
     """Reuse runs that already finished (their study.json), so the study resumes."""
     report_only: bool = False
@@ -117,14 +115,14 @@ class StudyConfig:
     """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
     def __post_init__(self):
-        require(
-            not self.report_only or self.publish or self.out is not None,
-            "report_only=True needs the results to rebuild from: --out RESULTS_JSON (an earlier "
-            "run's), or --publish for the published study",
-        )
-        with named_as(num_philosophers="sizes"):
-            for size in self.sizes:
-                DiningConfig(num_philosophers=size)
+        table = alemlite.spec(ENV)
+        for name, sizes in (("sizes", self.sizes), ("curriculum.values", self.curriculum.values)):
+            with named_as(num_agents=name):
+                for size in sizes:
+                    table.options(num_agents=size)
+        with named_as(reward="rewards"):
+            for reward in (*self.rewards, self.curriculum_reward):
+                table.options(reward=reward)
         require_at_least(1, **self._overrides())
 
     def _overrides(self) -> dict[str, int]:
@@ -138,17 +136,18 @@ class StudyConfig:
     def budget(self) -> Budget:
         return dataclasses.replace(SCALES[self.scale], **self._overrides())
 
+    @property
+    def runs_dir(self) -> Path:
+        """The run directories of this scale."""
+        return self.out / self.scale
+
     def outputs(self) -> StudyOutputs:
-        """Where this run writes; a run that publishes nothing gets a fresh folder."""
+        """Where this run writes its results, report and figures."""
         name = f"coordination_study_{self.scale}"
-        results = output_path(self.out, self.publish, RESULTS_DIR / f"{name}.json", "study")
+        report = REPORT if self.scale == "cpu" else REPORT.with_stem(name)
         if self.publish:
-            report = REPORT if self.scale == "cpu" else REPORT.with_stem(f"{name}")
-            figures_dir = FIGURES_DIR
-        else:
-            report = results.parent / REPORT.name
-            figures_dir = results.parent / "figures"
-        return StudyOutputs(results, self.report or report, self.figures_dir or figures_dir)
+            return StudyOutputs(RESULTS_DIR / f"{name}.json", report, FIGURES_DIR)
+        return StudyOutputs(self.out / f"{name}.json", self.out / report.name, self.out / "figures")
 
     @property
     def figure_prefix(self) -> str:

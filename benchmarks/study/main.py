@@ -33,12 +33,16 @@ def run(config: StudyConfig) -> dict[str, Any]:
         [outputs.results, outputs.report, outputs.figures_dir], config.allow_dirty, config.publish
     )
     if config.report_only:
-        require(outputs.results.is_file(), f"out={outputs.results} is not a results JSON")
+        require(
+            outputs.results.is_file(),
+            f"report_only=True: {outputs.results} holds no results to rebuild from; run the "
+            "study into --out first, or pass --publish to rebuild the published report",
+        )
         results = json.loads(outputs.results.read_text())
         write_outputs(config, outputs, results)
         return results
     budget = config.budget
-    runs_dir = config.runs_dir / config.scale
+    runs_dir = config.runs_dir
     # Compiled programs persist across restarts, so a resumed study does not compile again.
     jax.config.update("jax_compilation_cache_dir", str((runs_dir / "jax_cache").absolute()))
     results: dict[str, Any] = {
@@ -66,7 +70,7 @@ def run(config: StudyConfig) -> dict[str, Any]:
                     config.reuse_runs,
                 )
             results["settings"][f"{reward}-{size}"] = setting
-    largest = max(config.curriculum.sizes, default=0)
+    largest = max(config.curriculum.values, default=0)
     for method in config.curriculum_methods:
         reward = config.curriculum_reward
         references = reference_episodes(largest, reward, budget, runs_dir)

@@ -276,7 +276,7 @@ def markdown_report(
         rebuild = f"python -m benchmarks.coordination_study --report-only --publish{scale}"
     else:
         results_file = f"{json_name}, beside this report"
-        rebuild = f"python -m benchmarks.coordination_study --report-only --out PATH/{json_name}"
+        rebuild = f"python -m benchmarks.coordination_study --report-only --out PATH{scale}"
     lines = [
         "# Coordination study: group-relative training on dining",
         "",
@@ -358,10 +358,12 @@ def markdown_report(
     lines += [*figure("final_returns", "final returns with 95% CIs"), ""]
     if results["curriculum"]:
         curriculum = config["curriculum"]
+        # The flag as the run spelled it (studies before environment specs: --curriculum.sizes).
+        key = "values" if "values" in curriculum else "sizes"
         lines += [
             "## Curriculum against direct training at the largest size",
             "",
-            f"`--curriculum.sizes {' '.join(map(str, curriculum['sizes']))} "
+            f"`--curriculum.{key} {' '.join(map(str, curriculum[key]))} "
             f"--curriculum.patience {curriculum['patience']} --curriculum.min-improvement "
             f"{curriculum['min_improvement']} --curriculum.mix {curriculum['mix']}`, "
             f"`{config['curriculum_reward']}` reward, on the same budget (updates, tables, "

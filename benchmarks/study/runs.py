@@ -14,13 +14,14 @@ import jax
 import numpy as np
 
 import alemlite
+from alemlite.core.errors import ConfigError
 from alemlite.evaluation import evaluate
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import CurriculumConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, to_json
 from baselines.common.trainer import compiled_program, train
 from baselines.train import reference_policies
-from benchmarks.study.config import EPISODE_METRICS, Budget
+from benchmarks.study.config import ENV, EPISODE_METRICS, Budget
 from benchmarks.study.statistics import comparison, run_result
 
 
@@ -44,9 +45,8 @@ def train_config(
     chunk = math.gcd(num_updates, interval)  # divides both, as the trainer requires
     return TrainConfig(
         algorithm=method,
-        env="dining",
-        philosophers=size,
-        reward=reward,
+        env=ENV,
+        options=alemlite.spec(ENV).options(num_agents=size, reward=reward),
         curriculum=curriculum or CurriculumConfig(),
         num_envs=budget.num_envs,
         num_steps=budget.num_steps,
@@ -57,7 +57,7 @@ def train_config(
         eval_episodes=budget.eval_episodes,
         test_episodes=budget.test_episodes,
         progress=False,
-        run_dir=str(run_dir),
+        out=str(run_dir),
     )
 
 
@@ -72,7 +72,7 @@ def train_and_evaluate(config: TrainConfig) -> tuple[dict, dict[str, dict[str, n
     final and best ones come from the last checkpoint, and must reproduce the trainer's
     own test returns.
     """
-    env = alemlite.make("dining", **config.env_kwargs())
+    env = config.make_env()
     start = time.perf_counter()
     summary = train(config, env=env)
     wall_s = time.perf_counter() - start
@@ -107,8 +107,8 @@ def train_and_evaluate(config: TrainConfig) -> tuple[dict, dict[str, dict[str, n
     ]
     info = {
         "algorithm": config.algorithm,
-        "reward": config.reward,
-        "num_philosophers": config.philosophers,
+        "reward": config.options.reward,
+        "num_philosophers": config.options.num_agents,
         "num_seeds": config.num_seeds,
         "num_envs": config.num_envs,
         "num_updates": config.num_updates,
@@ -123,12 +123,16 @@ def train_and_evaluate(config: TrainConfig) -> tuple[dict, dict[str, dict[str, n
         "validation_curve": curve,
     }
     if "curriculum" in summary:
+        # The study's results name the scheduled option (the table size) as sizes.
+        curriculum = summary["curriculum"]
         info["curriculum"] = {
-            key: summary["curriculum"][key] for key in ("sizes", "final_stage", "final_size")
+            "sizes": curriculum["values"],
+            "final_stage": curriculum["final_stage"],
+            "final_size": curriculum["final_value"],
+            "stage_per_checkpoint": [
+                (record["agent_steps"], record["curriculum/value"]) for record in evals
+            ],
         }
-        info["curriculum"]["stage_per_checkpoint"] = [
-            (record["agent_steps"], record["curriculum/size"]) for record in evals
-        ]
     return info, episodes
 
 
@@ -140,7 +144,7 @@ def study_run(
     done = run_dir / "study.json"
     if reuse and done.exists():
         saved = json.loads(done.read_text())
-        if TrainConfig.from_dict(saved["config"]) == config:  # fields added since: defaults
+        if _same_run(saved["config"], config):
             return saved["result"]
     shutil.rmtree(run_dir, ignore_errors=True)
     info, episodes = train_and_evaluate(config)
@@ -157,6 +161,15 @@ def study_run(
     return result
 
 
+def _same_run(saved: dict[str, Any], config: TrainConfig) -> bool:
+    """Whether a finished run was trained with `config` (fields added since take their
+    defaults; a config older code wrote, with settings that no longer exist, is not)."""
+    try:
+        return TrainConfig.from_dict(saved) == config
+    except ConfigError:
+        return False
+
+
 def reference_episodes(
     size: int, reward: str, budget: Budget, cache: Path
 ) -> dict[str, dict[str, np.ndarray]]:
@@ -166,7 +179,8 @@ def reference_episodes(
         stored = np.load(path)
         names = {key.split("/")[0] for key in stored.files}
         return {n: {m: stored[f"{n}/{m}"] for m in EPISODE_METRICS} for n in names}
-    env = alemlite.make("dining", num_philosophers=size, reward=reward)
+    table = alemlite.spec(ENV)
+    env = table.build(table.options(num_agents=size, reward=reward))
     test_seed = TrainConfig().test_seed
     episodes = {
         name: {
@@ -176,7 +190,7 @@ def reference_episodes(
             ).items()
             if metric in EPISODE_METRICS
         }
-        for name, policy in reference_policies("dining").items()
+        for name, policy in reference_policies(ENV, env).items()
     }
     cache.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
