@@ -22,27 +22,27 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import tyro
 
 from alemlite.core.errors import ConfigError
-from alemlite.core.registry import spec
+from alemlite.core.registry import registered_environments, spec
 
 # command words -> "module:function"
 COMMANDS: dict[tuple[str, ...], str] = {
     ("demo",): "alemlite_app.demo:demo",
-    ("eval", "dining"): "alemlite.eval_cli:eval_dining",
-    ("eval", "craft"): "alemlite.eval_cli:eval_craft",
-    ("eval-llm",): "llm_bridge.cli:eval_llm",
-    ("compare",): "llm_bridge.cli:compare",
-    ("bench", "dining"): "benchmarks.dining_throughput:run",
-    ("bench", "craft"): "benchmarks.craft_throughput:run",
-    ("bench", "policies"): "benchmarks.dining_reference_policies:run",
-    ("bench", "prompts"): "benchmarks.prompt_throughput:run",
-    ("bench", "training"): "benchmarks.training_speed:main",
+    ("eval",): "alemlite_app.evaluate:evaluate",
+    ("eval-llm",): "alemlite_app.evaluate:evaluate_llm",
+    ("compare",): "llm_bridge.compare:compare_command",
+    ("bench",): "benchmarks.bench.throughput:run",
+    ("bench", "policies"): "benchmarks.bench.policies:run",
+    ("bench", "prompts"): "benchmarks.bench.prompts:run",
+    ("bench", "training"): "benchmarks.bench.training:run",
     ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
-    ("render", "craft"): "alemlite.envs.craft.render_cli:render_craft",
+    ("render",): "alemlite_app.render:render",
 }
 
 
@@ -53,7 +53,7 @@ RESUME = {
     ("study",): "rerun the same command: finished runs are reused",
 }
 # the second word of a two-word command, as a person calls it
-SECOND_WORD = {"eval": "environment", "render": "environment", "bench": "benchmark"}
+SECOND_WORD = {"bench": "benchmark"}
 
 
 def _load(target: str) -> Callable:
@@ -89,6 +89,32 @@ def _env_named(argv: Sequence[str], default: str) -> str:
     return env
 
 
+def _takes_positionals(config_type: type) -> bool:
+    hints = typing.get_type_hints(config_type, include_extras=True)
+    return any(tyro.conf.Positional in getattr(hint, "__metadata__", ()) for hint in hints.values())
+
+
+def _stray_word(words: tuple[str, ...], rest: Sequence[str], config_type: type) -> str | None:
+    """One line for a bare word where the command takes none (`alemlite bench craft`), or
+    None where there is none, or where the command's own positionals may take it."""
+    if not rest or rest[0].startswith("-"):
+        return None
+    word, command = rest[0], " ".join(words)
+    takes_env = any(field.name == "env" for field in dataclasses.fields(config_type))
+    if takes_env and word in registered_environments():
+        example = f"alemlite {command} --env {word}"
+        return f"alemlite {command}: name the environment with --env ({example} ...)"
+    if _takes_positionals(config_type):
+        return None  # the parser says what it expected there
+    depth = len(words)
+    group = sorted(w[depth] for w in COMMANDS if w[:depth] == words and len(w) > depth)
+    hints = [f"choose one of: {', '.join(group)}"] if group else []
+    if takes_env:
+        hints.append(f"name the environment with --env ({', '.join(registered_environments())})")
+    noun = SECOND_WORD.get(words[0], "subcommand") if group else "argument"
+    return f"alemlite {command}: unknown {noun} {word!r}" + "".join(f"; {hint}" for hint in hints)
+
+
 def with_env_options(config_type: type, argv: Sequence[str]) -> type:
     """`config_type` whose `options` field is the options of the environment `--env` names
     in `argv` (flags without a prefix); a config without env options is returned as it is."""
@@ -115,21 +141,45 @@ def with_env_options(config_type: type, argv: Sequence[str]) -> type:
     return subtype
 
 
-def _dotted_flags(config_type: type, prefix: str = "") -> dict[str, str]:
-    flags: dict[str, str] = {}
+@dataclass(frozen=True)
+class Flag:
+    """One option of a command as a person types it."""
+
+    name: str
+    """the flag: `--num-envs`, `--ppo.gamma`"""
+    type: Any
+    """the field's type"""
+    default: Any
+    """its default (`dataclasses.MISSING` where it has none)"""
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return dataclasses.MISSING
+
+
+def command_flags(config_type: type, prefix: str = "") -> dict[str, Flag]:
+    """Dotted config field (`num_envs`, `ppo.gamma`) -> its flag, as tyro makes them: a nested
+    config's fields carry its name as a prefix unless it omits prefixes (env options);
+    positional fields have no flag."""
+    flags: dict[str, Flag] = {}
     hints = typing.get_type_hints(config_type, include_extras=True)
     for field in dataclasses.fields(config_type):
         hint = hints[field.name]
         metadata = getattr(hint, "__metadata__", ())
         if tyro.conf.Positional in metadata:
             continue
+        kind = typing.get_args(hint)[0] if metadata else hint
         dotted = f"{prefix}{field.name}"
         if tyro.conf.OmitArgPrefixes in metadata:
-            flags.update(_dotted_flags(typing.get_args(hint)[0], prefix))
-        elif dataclasses.is_dataclass(hint):
-            flags.update(_dotted_flags(hint, f"{dotted}."))
+            flags.update(command_flags(kind, prefix))
+        elif dataclasses.is_dataclass(kind):
+            flags.update(command_flags(kind, f"{dotted}."))
         else:
-            flags[dotted] = "--" + dotted.replace("_", "-")
+            flags[dotted] = Flag("--" + dotted.replace("_", "-"), kind, _default(field))
     return flags
 
 
@@ -137,7 +187,7 @@ def flag_names(config_type: type) -> dict[str, str]:
     """Config field -> the flag tyro makes of it (`num_envs` -> `--num-envs`, a nested
     `ppo.gamma` -> `--ppo.gamma`). A nested field is also found by its own name where that
     name is unique (its config's own checks know no prefix); positional fields have no flag."""
-    flags = _dotted_flags(config_type)
+    flags = {name: flag.name for name, flag in command_flags(config_type).items()}
     leaves = [name.rsplit(".", 1)[-1] for name in flags if "." in name]
     for name, flag in list(flags.items()):
         leaf = name.rsplit(".", 1)[-1]
@@ -169,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     prog = f"alemlite {' '.join(words)}"
     function = _load(COMMANDS[words])
     config_type = typing.get_type_hints(function)["config"]
+    stray = _stray_word(words, argv[len(words) :], config_type)
+    if stray is not None:
+        print(stray, file=sys.stderr)
+        raise SystemExit(2)
     try:
         config_type = with_env_options(config_type, argv[len(words) :])
         config = tyro.cli(
