@@ -83,13 +83,13 @@ def test_dining_benchmark_times_the_python_engine_without_the_tests_folder(tmp_p
 @pytest.mark.parametrize("env", alemlite.registered_environments())
 def test_bench_sweeps_any_environment_and_times_its_in_process_peers(env, tmp_path):
     config = throughput.ThroughputConfig(
-        env=env, options=small(env), max_log2_envs=1, steps_per_call=3, repeats=1,
-        pool_size=2, peer_envs=(2,), peer_steps=20, out=tmp_path,
+        env=env, options=small(env), min_log2_envs=1, max_log2_envs=1, steps_per_call=3,
+        repeats=1, pool_size=2, peer_envs=(2,), peer_steps=20, out=tmp_path,
     )  # fmt: skip
     throughput.run(config)
     result = json.loads((tmp_path / f"throughput_{env}_{PLATFORM}.json").read_text())
-    points = {(row["num_envs"], row["policy"]) for row in result["sweep"]}
-    assert points == {(n, p) for n in (1, 2) for p in ("hashed", "legal_random")}
+    points = [(row["num_envs"], row["policy"]) for row in result["sweep"]]
+    assert points == [(2, "hashed"), (2, "legal_random")]
     num_agents = result["num_agents"]
     assert all(
         row["agent_steps_per_s"] == pytest.approx(row["env_steps_per_s"] * num_agents)
@@ -113,17 +113,27 @@ def test_a_peer_needs_its_interpreter_and_an_environment_that_has_it():
 
 
 @pytest.mark.parametrize("env", alemlite.registered_environments())
-def test_bench_policies_tables_every_scripted_policy_of_any_environment(env, tmp_path, capsys):
-    config = policies.PoliciesConfig(env=env, options=small(env), episodes=3, out=tmp_path)
+def test_bench_policies_tables_scripted_policies_of_any_environment(env, tmp_path, capsys):
+    env_spec = alemlite.spec(env)
+    # Two policies (every one compiles its own program): the default team and another.
+    chosen = (env_spec.default_policy, min(set(env_spec.policies) - {env_spec.default_policy}))
+    config = policies.PoliciesConfig(
+        env=env, options=small(env), policies=chosen, episodes=3, out=tmp_path
+    )
     policies.run(config)
     result = json.loads((tmp_path / f"reference_policies_{env}_{PLATFORM}.json").read_text())
-    env_spec = alemlite.spec(env)
-    assert set(result["policies"]) == set(env_spec.policies)
+    assert set(result["policies"]) == set(chosen)
     assert result["metrics"] == ["episode_return", *env_spec.metrics]
     for summary in result["policies"].values():
         assert all(summary[metric]["n"] == 3 for metric in result["metrics"])
     table = capsys.readouterr().out
-    assert all(f"| {name} | " in table for name in env_spec.policies)
+    assert all(f"| {name} | " in table for name in chosen)
+
+
+def test_bench_policies_plays_every_policy_unless_told(tmp_path):
+    options = small("dining")
+    config = policies.PoliciesConfig(env="dining", options=options, episodes=2, out=tmp_path)
+    assert set(policies.run(config)["policies"]) == set(alemlite.spec("dining").policies)
 
 
 def test_bench_policies_plays_the_seed_protocol_of_alemlite_eval():
