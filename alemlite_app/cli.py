@@ -7,7 +7,9 @@ command line from the dataclass. Commands are imported only when called, so
 A config with an `env` field and an `options: EnvOptions | None` field takes the options
 of the environment named by `--env` as flags of its own (`--num-agents`, `--map-size`,
 `--game`, ...): `with_env_options` reads `--env` first and gives the field that
-environment's options type, so one command serves every registered environment.
+environment's options type, so one command serves every registered environment. An
+environment named as a bare word (`alemlite eval craft`) is refused in one line that says
+to name it with `--env`.
 
 A `ConfigError`, raised while the config is built (its `__post_init__`) or while the
 command runs, is printed as one line naming the flag the user typed, with exit
@@ -66,16 +68,6 @@ def _usage() -> str:
     return f"usage: alemlite COMMAND [options]\n\ncommands:\n{commands}\n\n" + (
         "`alemlite COMMAND --help` lists a command's options."
     )
-
-
-def _unknown(argv: Sequence[str]) -> str:
-    """One line saying which word is not a command, and what would be."""
-    group = [words[1] for words in COMMANDS if words[0] == argv[0] and len(words) > 1]
-    if not group:
-        return f"alemlite: unknown command {argv[0]!r}"
-    noun = SECOND_WORD.get(argv[0], "subcommand")
-    given = f"unknown {noun} {argv[1]!r}" if len(argv) > 1 else f"name the {noun}"
-    return f"alemlite {argv[0]}: {given}; choose one of: {', '.join(sorted(group))}"
 
 
 def _env_named(argv: Sequence[str], default: str) -> str:
@@ -213,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not argv or argv[0] in ("-h", "--help"):
             print(_usage(), file=sys.stderr)
             raise SystemExit(0)
-        print(f"{_unknown(argv)}\n\n{_usage()}", file=sys.stderr)
+        print(f"alemlite: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
         raise SystemExit(2)
     words = max(matches, key=len)
     prog = f"alemlite {' '.join(words)}"
