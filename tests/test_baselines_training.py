@@ -1,5 +1,6 @@
 """Training end to end on a toy game: smoke runs, checkpoints, resume, evaluation, devices."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from alemlite.evaluation import evaluate
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.trainer import train
+from baselines.train import reference_policies
 from tests.baselines_toy_env import MatchingGame
 
 REPO = Path(__file__).resolve().parents[1]
@@ -229,6 +231,7 @@ def test_invalid_configs_name_the_value_and_the_fix(build, message):
     [
         (["--env", "dining", "--num-agents", "10"], "dining-10_shaped", 10),
         (["--env", "craft", "--num-agents", "2", "--map-size", "16"], "craft-2_16_medium", 2),
+        (["--env", "matrix", "--game", "stag_hunt"], "matrix-stag_hunt_2", 2),
     ],
 )
 def test_command_line_parses_into_the_typed_config(args, label, num_agents):
@@ -274,3 +277,45 @@ def test_an_old_config_json_is_refused_in_one_line():
         "settings ['philosophers', 'run_dir'] are not training settings (a config.json written "
         "by an older alemlite?); start the run afresh in a new --out"
     )
+
+
+# ---- every registered environment, from its spec alone ---------------------------------------
+@pytest.mark.parametrize("env_name", alemlite.registered_environments())
+def test_every_registered_environment_trains_from_its_spec(env_name, tmp_path):
+    """The trainer, its references and the exported policy need nothing but the spec: a new
+    environment (one folder and a registry line) trains without a line of `baselines/`."""
+    spec = alemlite.spec(env_name)
+    options = replace(spec.options(**spec.small_options), max_steps=6)  # episodes end in T=8
+    config = TrainConfig(
+        env=env_name,
+        options=options,
+        out=str(tmp_path),
+        **{
+            **TINY,
+            **dict(num_updates=2, updates_per_chunk=1, eval_interval=1, num_seeds=1),
+            **dict(eval_episodes=4, test_episodes=4),
+        },
+    )
+    env = config.make_env()
+    # The references are the spec's, built for this environment (evaluating them would only
+    # compile the environment again: `alemlite.evaluation` and its tests cover that).
+    references = reference_policies(env_name, env)
+    assert list(references) == list(spec.reference_policies)
+    assert all(callable(policy) for policy in references.values())
+    summary = train(config, env)
+    assert summary["env"] == {"name": env_name, "options": dataclasses.asdict(options)}
+    for record in records(tmp_path, "train"):
+        for name in ("loss/total", "loss/policy", "loss/value", "loss/entropy"):
+            assert np.isfinite(record[name]), (name, record)
+        assert record["episode/count"] >= 1
+    assert [r["update"] for r in records(tmp_path, "eval")] == [1, 2]
+    policy = baselines.load(str(tmp_path / "policy" / "best"))
+    assert policy.description["env"] == summary["env"]
+    made = policy.make_env()
+    assert (made.name, made.num_agents, made.observation_shape) == (
+        env.name,
+        env.num_agents,
+        env.observation_shape,
+    )
+    policy.check_fits(made)
+    assert TrainConfig.load(tmp_path / "config.json") == config

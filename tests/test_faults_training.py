@@ -1,7 +1,7 @@
 """Training survives its faults: stopped runs resume exactly, damage is found, runs do not collide.
 
 Every run here is one small configuration on dining with 3 philosophers. The reference
-run trains uninterrupted in this process; two `python -m baselines.train` runs start
+run trains uninterrupted in this process; two `alemlite train` runs start
 (and compile) beside it and are stopped at their first checkpoint, one by SIGINT
 (Ctrl-C), one by SIGKILL. Resumed here, each must end exactly where the reference
 ended. The other faults are made on copies of the reference run, so every resume
@@ -36,8 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = TrainConfig(
     algorithm="ippo",
     env="dining",
-    philosophers=3,
-    max_steps=8,
+    options=alemlite.spec("dining").options(num_agents=3, max_steps=8),
     num_envs=4,
     num_steps=8,
     num_updates=12,
@@ -51,13 +50,13 @@ CONFIG = TrainConfig(
 )
 # The same run on the command line.
 FLAGS = [
-    *("ippo", "--env", "dining", "--philosophers", "3", "--max-steps", "8"),
+    *("ippo", "--env", "dining", "--num-agents", "3", "--max-steps", "8"),
     *("--num-envs", "4", "--num-steps", "8", "--num-updates", "12", "--updates-per-chunk", "2"),
     *("--eval-interval", "2", "--eval-episodes", "4", "--test-episodes", "4", "--no-progress"),
     *("--network.hidden-size", "8", "--network.num-layers", "1"),
     *("--ppo.num-epochs", "1", "--ppo.num-minibatches", "1"),
 ]
-ENV = alemlite.make(CONFIG.env, **CONFIG.env_kwargs())
+ENV = CONFIG.make_env()
 FIRST_CHECKPOINT = CONFIG.eval_interval
 LAST, BEFORE_LAST = CONFIG.num_updates, CONFIG.num_updates - CONFIG.eval_interval
 STOP_TIMEOUT_S = 300  # a safety net for a hung child, never a measurement
@@ -86,7 +85,7 @@ def stop_at_first_checkpoint(run_dir: Path, stop: signal.Signals, xla_cache: Pat
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }
-    command = [sys.executable, "-m", "baselines.train", *FLAGS, "--run-dir", str(run_dir)]
+    command = [sys.executable, "-m", "alemlite_app.cli", "train", *FLAGS, "--out", str(run_dir)]
     process = subprocess.Popen(
         command, cwd=REPO, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -99,7 +98,7 @@ def stop_at_first_checkpoint(run_dir: Path, stop: signal.Signals, xla_cache: Pat
             if stop == signal.SIGKILL:
                 # Meanwhile a second run into the same directory is refused.
                 try:
-                    train(replace(CONFIG, run_dir=str(run_dir)), env=ENV)
+                    train(replace(CONFIG, out=str(run_dir)), env=ENV)
                 except ConfigError as error:
                     refusal = str(error)
             process.send_signal(stop)
@@ -146,7 +145,7 @@ def stopped_run(run_dir: Path, stop: signal.Signals, xla_cache: Path, tries: int
 def reference(stopped_runs, tmp_path_factory) -> tuple[Path, dict]:
     """The uninterrupted run (after the stopped runs have started)."""
     run_dir = tmp_path_factory.mktemp("reference")
-    return run_dir, train(replace(CONFIG, run_dir=str(run_dir)), env=ENV)
+    return run_dir, train(replace(CONFIG, out=str(run_dir)), env=ENV)
 
 
 def copy_of(reference, tmp_path: Path) -> Path:
@@ -156,7 +155,7 @@ def copy_of(reference, tmp_path: Path) -> Path:
 
 
 def resume(run_dir: Path, **changes) -> dict:
-    return train(replace(CONFIG, run_dir=str(run_dir), resume=True, **changes), env=ENV)
+    return train(replace(CONFIG, out=str(run_dir), resume=True, **changes), env=ENV)
 
 
 def final_state(run_dir: Path):
@@ -209,7 +208,13 @@ def largest_file(directory: Path) -> Path:
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_a_stopped_run_resumes_to_the_uninterrupted_run(stop, stopped_runs, reference):
     stopped = stopped_runs[stop].result()
-    assert stopped.returncode == -stop, stopped.stderr[-3000:]
+    # Ctrl-C: the command's own exit (130) and line; SIGKILL: killed by the signal.
+    assert stopped.returncode == (130 if stop == signal.SIGINT else -stop), stopped.stderr[-3000:]
+    if stop == signal.SIGINT:
+        assert stopped.stderr.rstrip().endswith(
+            "alemlite train: interrupted; what it wrote is kept; rerun it with --resume to "
+            "continue from its last checkpoint"
+        )
     assert not (stopped.run_dir / "summary.json").exists()
     if stop == signal.SIGINT:
         assert stopped.lock_after_stop is None  # released on the way out
@@ -233,7 +238,7 @@ def test_a_run_stopped_while_logging_a_checkpoint_resumes_with_every_record(
 
     monkeypatch.setattr(MetricsLog, "append", stop_at_the_second_checkpoint)
     with pytest.raises(KeyboardInterrupt):
-        train(replace(CONFIG, run_dir=str(run_dir)), env=ENV)
+        train(replace(CONFIG, out=str(run_dir)), env=ENV)
     monkeypatch.undo()
     resume(run_dir)
     assert_same_run(run_dir, reference)
@@ -244,7 +249,7 @@ def test_a_second_run_into_a_busy_run_directory_is_refused(stopped_runs):
     assert stopped.refusal is not None
     assert "is in use by another training run" in stopped.refusal
     assert f"process {stopped.pid} on " in stopped.refusal
-    assert "--run-dir" in stopped.refusal and "\n" not in stopped.refusal
+    assert "pass another --out" in stopped.refusal and "\n" not in stopped.refusal
 
 
 def test_a_held_lock_refuses_and_a_stale_one_is_taken(reference, tmp_path):
@@ -310,10 +315,10 @@ def test_when_no_checkpoint_is_whole_the_refusal_says_how_to_start_afresh(refere
     with pytest.raises(ConfigError) as refusal:
         resume(run_dir)
     message = str(refusal.value)
-    assert message.startswith(f"run_dir={str(run_dir)!r} has no checkpoint that restores (")
+    assert message.startswith(f"out={str(run_dir)!r} has no checkpoint that restores (")
     assert f"checkpoint {LAST}: " in message and f"checkpoint {BEFORE_LAST}: " in message
     assert message.endswith(
-        "; start the run afresh without --resume in a new --run-dir (this one keeps its "
+        "; start the run afresh without --resume in a new --out (this one keeps its "
         "metrics and checkpoints for inspection)"
     )
     assert "\n" not in message

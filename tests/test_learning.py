@@ -31,7 +31,8 @@ from baselines.common.evaluation import SeedEvaluator
 from baselines.common.trainer import build_algorithm
 
 HORIZON = 12
-ENV = alemlite.make("dining", num_philosophers=3, reward="shaped", max_steps=HORIZON)
+OPTIONS = alemlite.spec("dining").options(num_agents=3, reward="shaped", max_steps=HORIZON)
+ENV = alemlite.spec("dining").build(OPTIONS)
 NUM_UPDATES = 60
 TEST_EPISODES = 128
 SEED = 0
@@ -45,8 +46,7 @@ def small_config(algorithm: str) -> TrainConfig:
     """A small network and batch; the group methods see whole episodes (`num_steps` = horizon)."""
     return TrainConfig(
         algorithm=algorithm,
-        philosophers=3,
-        max_steps=HORIZON,
+        options=OPTIONS,
         num_envs=32,
         num_steps=HORIZON,
         num_updates=NUM_UPDATES,
