@@ -8,11 +8,11 @@ import typing
 from pathlib import Path
 
 import imageio.v3 as iio
+import jax
 import pytest
 
 import alemlite
 from alemlite.core import ConfigError, registry
-from alemlite.envs.craft.world.rendering import TILE
 from alemlite_app.cli import COMMANDS, _load, command_flags, flag_names, main, with_env_options
 from alemlite_app.demo import DemoConfig, _training
 
@@ -149,7 +149,11 @@ def test_render_writes_a_gif_of_an_environment_that_draws(tmp_path, capsys):
     argv = ["render", "--env", "craft", "--seed", "1", "--policy", "scripted", "--map-size", "16"]
     main([*argv, "--steps", "8", "--stride", "3", "--out", str(out)])
     frames = iio.imread(out, index=None)
-    assert frames.shape == (3, 16 * TILE, 16 * TILE, 3)  # steps 0, 3 and 6
+    craft = alemlite.spec("craft")
+    env = craft.build(craft.options(map_size=16))
+    _, state = env.reset(jax.random.PRNGKey(0), env.default_params)
+    picture = craft.render_rgb(env, state, env.default_params)
+    assert frames.shape == (3, *picture.shape)  # steps 0, 3 and 6 of the whole map
     assert capsys.readouterr().out.startswith(f"wrote {out} (")
 
 
