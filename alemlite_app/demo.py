@@ -54,7 +54,7 @@ def _training(config: DemoConfig, run_dir: Path):
         updates_per_chunk=chunk,
         num_seeds=2,
         eval_interval=interval,
-        out=str(run_dir),
+        out=run_dir,
     )
 
 

@@ -108,7 +108,7 @@ class MarlCraftConfig:
             test_episodes=self.test_episodes,
             network=self.network,
             ppo=self.ppo,
-            out=str(run_dir),
+            out=run_dir,
         )
 
 

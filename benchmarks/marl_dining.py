@@ -93,7 +93,7 @@ def run(config: MarlDiningConfig) -> dict:
                 num_seeds=config.num_seeds,
                 network=config.network,
                 ppo=config.ppo,
-                out=str(run_dir),
+                out=run_dir,
             )
             env = train_config.make_env()
             summary = train(train_config, env, references=reference_policies("dining", env))

@@ -57,7 +57,7 @@ def train_config(
         eval_episodes=budget.eval_episodes,
         test_episodes=budget.test_episodes,
         progress=False,
-        out=str(run_dir),
+        out=run_dir,
     )
 
 
