@@ -15,14 +15,14 @@ training at 15 on an equal budget.
     python -m benchmarks.coordination_study                 # the CPU budget
     python -m benchmarks.coordination_study --scale gpu     # the full-scale budget
 
-Every finished run keeps `study.json` and `episodes.npz` in its run directory
+Everything goes to the study's folder `--out` (default `runs/study/`): the run
+directories under SCALE/, where every finished run keeps `study.json` and `episodes.npz`
 and is reused, so an interrupted study resumes where it stopped (`--no-reuse-runs`
-trains everything again). The results JSON, the plots and the report go to a fresh
-folder under `runs/bench/study/`; with `--publish` they replace the published
-`benchmarks/results/coordination_study_SCALE.json`, `docs/figures/study_*.png` and
-`docs/coordination_study.md` (for `--scale gpu`: `study_gpu_*.png`,
-`coordination_study_gpu.md`); the report's `## Conclusions` section is kept when it is
-rebuilt.
+trains everything again), and the results JSON, the report and the plots in figures/.
+With `--publish` the last three replace the published
+`benchmarks/results/coordination_study_SCALE.json`, `docs/coordination_study.md` and
+`docs/figures/study_*.png` (for `--scale gpu`: `coordination_study_gpu.md`,
+`study_gpu_*.png`); the report's `## Conclusions` section is kept when it is rebuilt.
 """
 
 import tyro
