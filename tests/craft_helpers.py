@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.env import CraftEnv
-from alemlite.envs.craft.state import CraftState
+from alemlite.envs.craft.world.state import CraftState
 
 
 @functools.cache

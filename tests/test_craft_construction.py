@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import construction, make_craft, rendering
-from alemlite.envs.craft import mobs as mob_rules
-from alemlite.envs.craft.observation import window_channels
-from alemlite.envs.craft.rendering import TILE
+from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import construction
+from alemlite.envs.craft.world import mobs as mob_rules
+from alemlite.envs.craft.world import rendering
+from alemlite.envs.craft.world.observation import window_channels
+from alemlite.envs.craft.world.rendering import TILE
 from tests.craft_coordination_helpers import ENV, MASK, OBSERVE, PARAMS, STEP, quiet_scene
 from tests.craft_helpers import generated_world, place_mob, set_inventory, set_tiles
 

@@ -9,9 +9,9 @@ import alemlite
 from alemlite.core import ConfigError
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
-from alemlite.envs.craft.observation import OWN_FEATURES, num_features, teammate_features
-from alemlite.envs.craft.state import state_nbytes
-from alemlite.envs.craft.trading import first_give, first_message, first_request
+from alemlite.envs.craft.coordination.trading import first_give, first_message, first_request
+from alemlite.envs.craft.world.observation import OWN_FEATURES, num_features, teammate_features
+from alemlite.envs.craft.world.state import state_nbytes
 from tests.craft_coordination_helpers import (
     ENV,
     MANY_STEPS,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.observation import WINDOW_CHANNELS, window_channels
+from alemlite.envs.craft.world.observation import WINDOW_CHANNELS, window_channels
 from tests.craft_coordination_helpers import ENV, MANY_STEPS, OBSERVE, PARAMS, STEP, quiet_scene
 from tests.craft_helpers import set_tiles
 

@@ -9,9 +9,9 @@ import pytest
 from alemlite import ConfigError, make
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
-from alemlite.envs.craft.observation import WINDOW_CHANNELS, num_features
 from alemlite.envs.craft.render_cli import RenderCraftConfig, render_craft
-from alemlite.envs.craft.rendering import TILE, render_map, render_views, write_gif
+from alemlite.envs.craft.world.observation import WINDOW_CHANNELS, num_features
+from alemlite.envs.craft.world.rendering import TILE, render_map, render_views, write_gif
 from tests.craft_helpers import blank_state, place_mob, quiet_params, set_inventory, set_tiles
 
 ENV = make_craft(map_size=16, num_agents=3, coordination=False)

@@ -8,7 +8,7 @@ import pytest
 from alemlite.core import LogWrapper, VecEnv
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
-from alemlite.envs.craft.mobs import MOB_WALKABLE
+from alemlite.envs.craft.world.mobs import MOB_WALKABLE
 
 NUM_ENVS, NUM_STEPS = 8, 300
 ENV = make_craft(map_size=24, num_agents=3)

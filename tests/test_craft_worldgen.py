@@ -8,7 +8,7 @@ import pytest
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.worldgen import generate_world
+from alemlite.envs.craft.world.worldgen import generate_world
 
 NUM_WORLDS = 64
 ESSENTIALS_WITHIN = 6  # the tree, water and stone must be reachable this close to the start

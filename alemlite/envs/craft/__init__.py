@@ -3,7 +3,7 @@
 from alemlite.envs.craft.config import CraftConfig, CraftParams, parse_difficulty
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.spec import SPEC, CraftOptions, make_craft
-from alemlite.envs.craft.state import CraftState
+from alemlite.envs.craft.world.state import CraftState
 
 __all__ = [
     "SPEC",

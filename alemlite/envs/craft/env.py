@@ -24,11 +24,11 @@ import jax.numpy as jnp
 
 from alemlite.core.environment import Environment, StepResult, TimeLimit
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import construction, elites, roles, tasks, trading
-from alemlite.envs.craft import mobs as mob_rules
-from alemlite.envs.craft.achievements import coordination_reward, episode_metrics, reward
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.gathering import (
+from alemlite.envs.craft.coordination import construction, elites, roles, tasks, trading
+from alemlite.envs.craft.world import mobs as mob_rules
+from alemlite.envs.craft.world.achievements import coordination_reward, episode_metrics, reward
+from alemlite.envs.craft.world.gathering import (
     agent_blocking,
     do_action,
     facing_target,
@@ -38,17 +38,17 @@ from alemlite.envs.craft.gathering import (
     place_action,
     place_valid,
 )
-from alemlite.envs.craft.movement import move_agents
-from alemlite.envs.craft.observation import (
+from alemlite.envs.craft.world.movement import move_agents
+from alemlite.envs.craft.world.observation import (
     global_state,
     global_state_size,
     observation_shape,
     observe,
 )
-from alemlite.envs.craft.randomness import draw_uniforms
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.survival import settle_health, start_sleep_or_wake, update_life_stats
-from alemlite.envs.craft.worldgen import generate_world
+from alemlite.envs.craft.world.randomness import draw_uniforms
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.survival import settle_health, start_sleep_or_wake, update_life_stats
+from alemlite.envs.craft.world.worldgen import generate_world
 
 
 class CraftEnv(Environment[CraftState, CraftParams]):

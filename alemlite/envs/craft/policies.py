@@ -21,10 +21,10 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.env import CraftEnv
-from alemlite.envs.craft.gathering import facing_target, mob_at, near_stations
-from alemlite.envs.craft.state import CraftState
 from alemlite.envs.craft.team_policy import team_policy
-from alemlite.envs.craft.tiles import read_tiles
+from alemlite.envs.craft.world.gathering import facing_target, mob_at, near_stations
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import read_tiles
 
 # Make actions in the order the scripted policy prefers them.
 MAKE_PREFERENCE = (

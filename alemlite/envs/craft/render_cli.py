@@ -13,7 +13,7 @@ from alemlite.core.errors import require, require_at_least
 from alemlite.envs.craft import make_craft
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.policies import POLICIES
-from alemlite.envs.craft.rendering import render_map, write_gif
+from alemlite.envs.craft.world.rendering import render_map, write_gif
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def _prompts(env: CraftEnv):
 
 def render_rgb(env: CraftEnv, state: Any, params: Any) -> Any:
     """The whole map, agents and mobs drawn in."""
-    from alemlite.envs.craft.rendering import render_map
+    from alemlite.envs.craft.world.rendering import render_map
 
     return render_map(env.config, state, params)
 

@@ -50,14 +50,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import construction, trading
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import construction, trading
+from alemlite.envs.craft.coordination.tasks import quorum, task_kind
 from alemlite.envs.craft.env import CraftEnv
-from alemlite.envs.craft.gathering import facing_target, melee_damage, mob_at, near_stations
-from alemlite.envs.craft.mobs import daylight
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tasks import quorum, task_kind
-from alemlite.envs.craft.tiles import read_tiles
+from alemlite.envs.craft.world.gathering import facing_target, melee_damage, mob_at, near_stations
+from alemlite.envs.craft.world.mobs import daylight
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import read_tiles
 
 # Rallies look at the (2 * RALLY_RADIUS + 1)^2 tiles around each agent; a shelter twice
 # this far (Chebyshev) is still worth walking to for sleep.

@@ -16,7 +16,7 @@ import numpy as np
 
 from alemlite.core.prompting import load_prompt
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import tasks
+from alemlite.envs.craft.coordination import tasks
 
 TEMPLATES = resources.files("alemlite.envs.craft.prompting") / "templates"
 

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tiles import (
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import (
     first_claim,
     in_bounds,
     nearby_materials,

@@ -35,12 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import construction
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.mobs import daylight
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tasks import quorum, task_kind
-from alemlite.envs.craft.tiles import in_bounds, read_tiles
+from alemlite.envs.craft.coordination import construction
+from alemlite.envs.craft.coordination.tasks import quorum, task_kind
+from alemlite.envs.craft.world.mobs import daylight
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import in_bounds, read_tiles
 
 TEAMMATE_RANGE = 16
 WINDOW_CHANNELS = C.NUM_BASE_MATERIALS + C.NUM_MOB_KINDS + 2 + 1

@@ -19,8 +19,8 @@ import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tiles import l1_distance
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import l1_distance
 
 
 def extra_action_names(config: CraftConfig) -> tuple[str, ...]:

@@ -23,10 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import construction, elites
 from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.randomness import draw_uniforms
-from alemlite.envs.craft.state import (
+from alemlite.envs.craft.coordination import construction, elites
+from alemlite.envs.craft.coordination.tasks import lay_tasks
+from alemlite.envs.craft.world.randomness import draw_uniforms
+from alemlite.envs.craft.world.state import (
     ArrowState,
     CraftState,
     MobState,
@@ -34,7 +35,6 @@ from alemlite.envs.craft.state import (
     empty_coordination,
     fresh_agents,
 )
-from alemlite.envs.craft.tasks import lay_tasks
 
 # Where agents start, relative to the centre (a 3x3 block, filled in this order).
 START_OFFSETS = np.array(

@@ -8,7 +8,7 @@ import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.state import AgentState, CoordinationState, CraftState
+from alemlite.envs.craft.world.state import AgentState, CoordinationState, CraftState
 
 
 def _shared(per_agent: jax.Array, params: CraftParams) -> jax.Array:

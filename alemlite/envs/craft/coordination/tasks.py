@@ -25,9 +25,9 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.gathering import add_items, facing_target
-from alemlite.envs.craft.state import CoordinationState, CraftState, empty_coordination
-from alemlite.envs.craft.tiles import read_tiles, same_tile, write_tiles
+from alemlite.envs.craft.world.gathering import add_items, facing_target
+from alemlite.envs.craft.world.state import CoordinationState, CraftState, empty_coordination
+from alemlite.envs.craft.world.tiles import read_tiles, same_tile, write_tiles
 
 RANDOM_DRAWS = 2  # per agent: solo success of a soft sync, handover window
 

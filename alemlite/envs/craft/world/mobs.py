@@ -23,9 +23,9 @@ import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.gathering import agent_blocking, mob_at
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tiles import first_claim, l1_distance, read_tiles, write_tiles
+from alemlite.envs.craft.world.gathering import agent_blocking, mob_at
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import first_claim, l1_distance, read_tiles, write_tiles
 
 FAR = 10_000
 # Per mob kind (zombie, skeleton, cow): walkable materials, spawn material, starting

@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.gathering import agent_blocking, mob_at
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tiles import first_claim, read_tiles
+from alemlite.envs.craft.world.gathering import agent_blocking, mob_at
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import first_claim, read_tiles
 
 
 def move_agents(state: CraftState, actions: jax.Array) -> CraftState:

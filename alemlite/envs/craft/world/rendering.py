@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import construction
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.mobs import daylight
-from alemlite.envs.craft.observation import view_materials, window_offsets
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tasks import task_kind
+from alemlite.envs.craft.coordination import construction
+from alemlite.envs.craft.coordination.tasks import task_kind
+from alemlite.envs.craft.world.mobs import daylight
+from alemlite.envs.craft.world.observation import view_materials, window_offsets
+from alemlite.envs.craft.world.state import CraftState
 
 TILE = 8  # pixels per tile
 NIGHT_DIMMING = 0.6  # share of brightness lost at full night

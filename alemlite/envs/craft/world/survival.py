@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftParams
-from alemlite.envs.craft.state import AgentState
+from alemlite.envs.craft.world.state import AgentState
 
 
 def start_sleep_or_wake(agents: AgentState, actions: jax.Array) -> tuple[AgentState, jax.Array]:

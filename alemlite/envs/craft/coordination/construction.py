@@ -31,12 +31,12 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft import trading
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.gathering import facing_target
-from alemlite.envs.craft.state import CraftState, SiteState
-from alemlite.envs.craft.tasks import count_down, handover_window, quorum, task_kind
-from alemlite.envs.craft.tiles import first_claim, write_tiles
+from alemlite.envs.craft.coordination import trading
+from alemlite.envs.craft.coordination.tasks import count_down, handover_window, quorum, task_kind
+from alemlite.envs.craft.world.gathering import facing_target
+from alemlite.envs.craft.world.state import CraftState, SiteState
+from alemlite.envs.craft.world.tiles import first_claim, write_tiles
 
 SITE_CANDIDATES = 32  # tiles tried per site at generation
 SITE_SPREAD = 10  # sites lie within this Chebyshev distance of the start centre...

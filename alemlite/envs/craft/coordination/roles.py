@@ -17,9 +17,9 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.gathering import agent_blocking, facing_target, mob_at
-from alemlite.envs.craft.state import CraftState
-from alemlite.envs.craft.tiles import read_tiles
+from alemlite.envs.craft.world.gathering import agent_blocking, facing_target, mob_at
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import read_tiles
 
 
 def agent_roles(num_agents: int) -> jax.Array:

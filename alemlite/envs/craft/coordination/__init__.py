@@ -1,0 +1,1 @@
+"""The coordination layer: parts on top of the base world, each with its own switch."""
