@@ -9,7 +9,6 @@ import pytest
 from alemlite import ConfigError, make
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
-from alemlite.envs.craft.render_cli import RenderCraftConfig, render_craft
 from alemlite.envs.craft.world.observation import WINDOW_CHANNELS, num_features
 from alemlite.envs.craft.world.rendering import TILE, render_map, render_views, write_gif
 from tests.craft_helpers import blank_state, place_mob, quiet_params, set_inventory, set_tiles
@@ -106,12 +105,6 @@ def test_frames_of_the_map_and_views(scene, tmp_path):
     np.testing.assert_array_equal(centre, frame[8 * TILE + 4, 8 * TILE + 4])
     path = write_gif(np.stack([frame, 255 - frame]), tmp_path / "two.gif")
     assert iio.imread(path).shape[0] == 2
-
-
-def test_render_command_writes_a_gif(tmp_path):
-    config = RenderCraftConfig(seed=1, out=tmp_path / "episode.gif", map_size=16, steps=8)
-    render_craft(config)
-    assert iio.imread(config.out, index=None).shape[1:] == (16 * TILE, 16 * TILE, 3)
 
 
 @pytest.mark.parametrize(
