@@ -15,11 +15,10 @@ from baselines.common.trainer import build_algorithm
 
 # Tiny on purpose: one compile per method is the cost. Episodes (6 steps) end inside every
 # rollout (8 steps), so auto-reset, truncation bootstrapping and episode statistics all run.
+CRAFT = alemlite.spec("craft")
 SMOKE = TrainConfig(
     env="craft",
-    map_size=16,
-    agents=2,
-    max_steps=6,
+    options=CRAFT.options(num_agents=2, map_size=16, max_steps=6),
     num_envs=4,
     num_steps=8,
     num_updates=2,
@@ -36,18 +35,24 @@ SMOKE = TrainConfig(
     [("easy", 0.3, False), ("hard", 0.9, False), ("0.45", 0.45, False), ("sampled", None, True)],
 )
 def test_difficulty_reaches_the_environment_as_eval_craft_maps_it(difficulty, alpha, sampled):
-    config = replace(SMOKE, difficulty=difficulty)
-    params = alemlite.make("craft", **config.env_kwargs()).default_params
+    config = replace(SMOKE, options=replace(SMOKE.options, difficulty=difficulty))
+    params = config.make_env().default_params
     assert bool(params.sample_alpha) == sampled
     if alpha is not None:
         assert float(params.alpha) == pytest.approx(alpha)
-    assert config.output_dir.name == f"ippo-craft-2-{difficulty}"
+    assert config.output_dir.name == f"ippo-craft-2_16_{difficulty}"
 
 
-@pytest.mark.parametrize("difficulty", ["extreme", "1.5", "-0.1"])
-def test_an_invalid_difficulty_fails_naming_the_value_and_the_fix(difficulty):
-    with pytest.raises(ConfigError, match=rf"difficulty='{difficulty}'.*easy, medium, hard"):
-        TrainConfig(env="craft", difficulty=difficulty)
+@pytest.mark.parametrize(
+    ("difficulty", "shown"), [("extreme", "'extreme'"), ("1.5", "1.5"), ("-0.1", "-0.1")]
+)
+def test_an_invalid_difficulty_fails_naming_the_value_and_the_fix(difficulty, shown):
+    with pytest.raises(ConfigError) as refusal:
+        TrainConfig(env="craft", options=CRAFT.options(difficulty=difficulty))
+    assert str(refusal.value) == (
+        f"difficulty={shown} must be one of ('easy', 'medium', 'hard', 'sampled') or an alpha "
+        "in [0, 1]"
+    )
 
 
 # One method trains with the coordination layer; the others, whose code differs from it in
@@ -57,8 +62,12 @@ def test_an_invalid_difficulty_fails_naming_the_value_and_the_fix(difficulty):
     [("ippo", True), ("mappo", False), ("grpo", False), ("srpo", False), ("teamtr", False)],
 )
 def test_every_method_trains_on_craft_with_finite_losses(method, coordination):
-    config = replace(SMOKE, algorithm=method, coordination=coordination)
-    env = alemlite.make("craft", **config.env_kwargs())
+    config = replace(
+        SMOKE, algorithm=method, options=replace(SMOKE.options, coordination=coordination)
+    )
+    env = config.make_env()
+    # Craft's resets are pooled (its spec's pooled_resets): one start state per environment.
+    assert config.resolved_pool_size == config.num_envs
     algorithm = build_algorithm(config, env)
     runner = jax.jit(algorithm.init)(jax.random.PRNGKey(0))
     start = jax.tree.map(np.asarray, runner.params["actor"])
@@ -85,6 +94,8 @@ def test_shipped_craft_policy_fits_the_environment_and_acts_legally(pretrained):
     env = pretrained.make_env()
     params = env.default_params
     assert pretrained.description["env"]["difficulty"] == "medium"
+    pretrained.check_fits(env)
+    assert env.config.map_size == 32
     assert float(params.alpha) == pytest.approx(0.6)
     # The env's current interface: a changed observation or action list fails here.
     assert pretrained.actor.observation_shape == tuple(env.observation_shape)

@@ -160,7 +160,7 @@ def test_two_forced_devices_match_one_device(ippo_run, tmp_path):
         from baselines.common.config import TrainConfig
         from baselines.common.trainer import compiled_program, train
         from tests.baselines_toy_env import MatchingGame
-        config = TrainConfig.load(__import__("pathlib").Path({config.out!r}) / "config.json")
+        config = TrainConfig.load(__import__("pathlib").Path({str(config.out)!r}) / "config.json")
         train(dataclasses.replace(config, out={str(tmp_path / "two")!r}), env=MatchingGame())
         # Each device steps its own half of the environments.
         program = compiled_program(config, MatchingGame())
@@ -319,3 +319,12 @@ def test_every_registered_environment_trains_from_its_spec(env_name, tmp_path):
     )
     policy.check_fits(made)
     assert TrainConfig.load(tmp_path / "config.json") == config
+
+
+def test_the_run_directory_is_out_or_named_by_the_environment(tmp_path):
+    assert TrainConfig(out=str(tmp_path)).output_dir == tmp_path  # a string, as JSON keeps it
+    assert TrainConfig(out=tmp_path).to_dict()["out"] == str(tmp_path)
+    assert TrainConfig(out="").out is None
+    assert TrainConfig(algorithm="grpo").output_dir == Path("runs/grpo-dining-5_shaped")
+    TrainConfig(out=tmp_path).save(tmp_path / "config.json")
+    assert TrainConfig.load(tmp_path / "config.json") == TrainConfig(out=tmp_path)

@@ -211,10 +211,11 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_run(stop, stopped_runs, refe
     # Ctrl-C: the command's own exit (130) and line; SIGKILL: killed by the signal.
     assert stopped.returncode == (130 if stop == signal.SIGINT else -stop), stopped.stderr[-3000:]
     if stop == signal.SIGINT:
-        assert stopped.stderr.rstrip().endswith(
+        line = (
             "alemlite train: interrupted; what it wrote is kept; rerun it with --resume to "
             "continue from its last checkpoint"
         )
+        assert line in stopped.stderr.splitlines(), stopped.stderr[-3000:]
     assert not (stopped.run_dir / "summary.json").exists()
     if stop == signal.SIGINT:
         assert stopped.lock_after_stop is None  # released on the way out

@@ -189,8 +189,8 @@ class TrainConfig:
     """Base seed of the held-out episodes that report the final and best checkpoints."""
     test_episodes: int = 512
 
-    out: str = ""
-    """The run directory; empty: runs/ALGORITHM-ENV-LABEL (LABEL: the environment's options,
+    out: Path | None = None
+    """The run directory; None: runs/ALGORITHM-ENV-LABEL (LABEL: the environment's options,
     or the curriculum's values)."""
     resume: bool = False
     """Continue the run in `out` from its latest checkpoint to `num_updates`, which may be
@@ -203,7 +203,8 @@ class TrainConfig:
     """Call `jax.distributed.initialize()` first (multi-host runs)."""
 
     def __post_init__(self):
-        object.__setattr__(self, "out", str(self.out))  # a Path given in code
+        if isinstance(self.out, str):  # given in code, or read from config.json
+            object.__setattr__(self, "out", Path(self.out) if self.out else None)
         object.__setattr__(self, "options", resolve_options(self.env, self.options))
         require(
             self.algorithm in ALGORITHMS,
@@ -268,8 +269,8 @@ class TrainConfig:
     @property
     def output_dir(self) -> Path:
         """The run directory: `out`, or `runs/ALGORITHM-ENV-LABEL`."""
-        if self.out:
-            return Path(self.out)
+        if self.out is not None:
+            return self.out
         if self.curriculum.enabled:
             label = "-".join(map(str, self.curriculum.values))
         else:
@@ -292,7 +293,8 @@ class TrainConfig:
 
     # ---- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # the options as a dict of their fields
+        values = dataclasses.asdict(self)  # the options as a dict of their fields
+        return {**values, "out": None if self.out is None else str(self.out)}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
