@@ -24,6 +24,7 @@ import tyro
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
 from benchmarks.harness import RESULTS_DIR, format_interval
 from benchmarks.marl_craft import markdown_table as marl_craft_table
+from benchmarks.marl_matrix import markdown_table as marl_matrix_table
 from benchmarks.study.config import method_label
 from benchmarks.study.statistics import aggregates
 
@@ -288,6 +289,11 @@ def marl_craft() -> str:
     return marl_craft_table(load("marl_craft_cpu.json"))
 
 
+def marl_matrix() -> str:
+    """IPPO and GRPO on the climbing game, seed by seed outcomes beside the scripted teams."""
+    return marl_matrix_table(load("marl_matrix_cpu.json"))
+
+
 PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
 # Shipped policy -> (results file, run name, scripted anchors shown beside it).
 SHIPPED = {
@@ -350,6 +356,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "pretrained": pretrained,
     "craft_reference_teams": craft_reference_teams,
     "marl_craft": marl_craft,
+    "marl_matrix": marl_matrix,
 }
 
 
