@@ -18,7 +18,8 @@ import numpy as np
 
 from alemlite.core.errors import require
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.world.state import empty_coordination, fresh_agents
+from alemlite.envs.craft.coordination.state import empty_coordination
+from alemlite.envs.craft.world.state import fresh_agents
 
 SCENE_MESSAGES = np.array([["", "meet at the tree", ""]], dtype=object)
 

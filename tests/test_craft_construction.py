@@ -10,7 +10,6 @@ from alemlite.envs.craft import make_craft
 from alemlite.envs.craft.coordination import construction
 from alemlite.envs.craft.world import mobs as mob_rules
 from alemlite.envs.craft.world import rendering
-from alemlite.envs.craft.world.observation import window_channels
 from alemlite.envs.craft.world.rendering import TILE
 from tests.craft_coordination_helpers import ENV, MASK, OBSERVE, PARAMS, STEP, quiet_scene
 from tests.craft_helpers import generated_world, place_mob, set_inventory, set_tiles
@@ -76,7 +75,7 @@ def test_the_construction_actions_come_last_and_off_leaves_the_base_world():
     assert len(ENV.action_names) == ENV.num_actions == FIRST + 4
     off = make_craft(map_size=16, construction=False)
     assert off.action_names == ENV.action_names[:FIRST]
-    assert window_channels(off.config) == window_channels(ENV.config) - construction.SITE_VALUES
+    assert off.window_channels == ENV.window_channels - construction.SITE_VALUES
     assert off.observation_shape[0] < ENV.observation_shape[0]
 
 
@@ -211,7 +210,7 @@ def test_a_beacon_lights_its_square_and_stops_zombie_spawns_there():
     height, width, channels = (
         ENV.config.view_height,
         ENV.config.view_width,
-        window_channels(ENV.config),
+        ENV.window_channels,
     )
     view = np.asarray(OBSERVE(night, PARAMS))[0, : height * width * channels]
     darkness = view.reshape(height, width, channels)[..., C.NUM_BASE_MATERIALS + 6]
@@ -285,12 +284,12 @@ def test_the_map_frame_shows_sites_buildings_task_flags_elites_and_beacon_light(
         step=jnp.int32(int(0.7 * ENV.config.day_length)),  # midnight
         coordination=state.coordination.replace(tile_task=tile_task, mob_elite=elite),
     )
-    frame = np.asarray(rendering.render_map(ENV.config, state, PARAMS))
+    frame = np.asarray(rendering.render_map(ENV.config, state, PARAMS, ENV.layer))
 
     def tile(row, col):
         return frame[row * TILE : (row + 1) * TILE, col * TILE : (col + 1) * TILE]
 
-    flags = rendering.TASK_FLAG_COLOURS
+    flags = C.TASK_FLAG_COLOURS
     dim = 1.0 - rendering.NIGHT_DIMMING
     np.testing.assert_allclose(tile(4, 4)[0, 0], flags[C.TASK_HANDOVER] * dim, atol=1)
     np.testing.assert_allclose(tile(4, 8)[0, 0], flags[C.TASK_HARD_SYNC] * dim, atol=1)
@@ -300,6 +299,4 @@ def test_the_map_frame_shows_sites_buildings_task_flags_elites_and_beacon_light(
     )
     np.testing.assert_array_equal(tile(10, 10), rendering.MATERIAL_SPRITES[C.BEACON])  # lit
     np.testing.assert_array_equal(tile(12, 12), rendering.MATERIAL_SPRITES[C.GRASS])
-    np.testing.assert_allclose(
-        tile(3, 6)[0, 0], rendering.ELITE_FRAME_COLOURS[C.ELITE_HARD] * dim, atol=1
-    )
+    np.testing.assert_allclose(tile(3, 6)[0, 0], C.ELITE_FRAME_COLOURS[C.ELITE_HARD] * dim, atol=1)

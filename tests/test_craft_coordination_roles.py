@@ -9,8 +9,9 @@ import alemlite
 from alemlite.core import ConfigError
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
-from alemlite.envs.craft.coordination.trading import first_give, first_message, first_request
-from alemlite.envs.craft.world.observation import OWN_FEATURES, num_features, teammate_features
+from alemlite.envs.craft.coordination.signals import first_message
+from alemlite.envs.craft.coordination.trading import first_give, first_request
+from alemlite.envs.craft.world.observation import OWN_FEATURES, TEAMMATE_FEATURES
 from alemlite.envs.craft.world.state import state_nbytes
 from tests.craft_coordination_helpers import (
     ENV,
@@ -133,8 +134,9 @@ def test_teammates_see_the_last_message_token():
     message = first_message(ENV.config) + 2
     state, _ = act(scene(), [message, C.NOOP, C.NOOP])
     assert np.asarray(state.coordination.last_message).tolist() == [2, -1, -1]
-    features = np.asarray(OBSERVE(state, PARAMS))[:, -num_features(ENV.config) :]
-    own, per_mate = OWN_FEATURES + 2, teammate_features(ENV.config)  # + alpha, diamond sword
+    features = np.asarray(OBSERVE(state, PARAMS))[:, -ENV.num_features :]
+    own = OWN_FEATURES + 2  # + alpha, diamond sword
+    per_mate = TEAMMATE_FEATURES + C.NUM_REQUEST_RESOURCES + ENV.config.num_message_tokens
     # Agent 2's first teammate is agent 0; its message one-hot closes that block.
     block = features[2, own : own + per_mate]
     assert block[-ENV.config.num_message_tokens :].tolist() == [0, 0, 1, 0]

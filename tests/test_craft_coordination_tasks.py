@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.world.observation import WINDOW_CHANNELS, window_channels
+from alemlite.envs.craft.world.observation import WINDOW_CHANNELS
 from tests.craft_coordination_helpers import ENV, MANY_STEPS, OBSERVE, PARAMS, STEP, quiet_scene
 from tests.craft_helpers import set_tiles
 
@@ -128,14 +128,14 @@ def test_mining_a_task_stone_consumes_it_and_clears_the_task():
 def test_the_window_shows_task_kind_quorum_and_time_left():
     state, _ = act(scene(C.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
     height, width = ENV.config.view_height, ENV.config.view_width
-    channels = window_channels(ENV.config)  # task channels follow the base ones
+    channels = ENV.window_channels  # task channels follow the base ones
     view = np.asarray(OBSERVE(state, PARAMS))[0, : height * width * channels]
     view = view.reshape(height, width, channels)
     tile = view[height // 2, width // 2 + 1]
     assert tile[WINDOW_CHANNELS + C.TASK_HANDOVER - 1] == 1.0
     assert tile[WINDOW_CHANNELS + 4] == pytest.approx(int(state.coordination.task_timer.max()) / 24)
     sync = np.asarray(OBSERVE(scene(C.TASK_HARD_SYNC, NEEDS_ALL), PARAMS))[0]
-    channels = window_channels(ENV.config)
+    channels = ENV.window_channels
     tile = sync[: height * width * channels].reshape(height, width, channels)[3, 5]
     assert tile[WINDOW_CHANNELS + C.TASK_HARD_SYNC - 1] == 1.0
     assert tile[WINDOW_CHANNELS + 3] == pytest.approx(1.0)  # quorum 3 of 3

@@ -9,7 +9,7 @@ import pytest
 from alemlite import ConfigError, make
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
-from alemlite.envs.craft.world.observation import WINDOW_CHANNELS, num_features
+from alemlite.envs.craft.world.observation import WINDOW_CHANNELS
 from alemlite.envs.craft.world.rendering import TILE, render_map, render_views, write_gif
 from tests.craft_helpers import blank_state, place_mob, quiet_params, set_inventory, set_tiles
 
@@ -57,7 +57,7 @@ def test_flat_features_describe_self_and_teammates(scene):
     state = set_inventory(scene, 0, wood=9)
     obs = np.asarray(OBSERVE(state, PARAMS))
     features = obs[0, HEIGHT * WIDTH * WINDOW_CHANNELS :]
-    assert features.shape == (num_features(ENV.config),)
+    assert features.shape == (ENV.num_features,)
     np.testing.assert_allclose(features[:4], 1.0)  # full stats
     assert features[4 + C.INV_WOOD] == 1.0
     teammates = features[-10:].reshape(2, 5)
@@ -74,7 +74,7 @@ def test_image_layout_has_the_same_content():
     assert image_env.observation_shape == (
         HEIGHT,
         WIDTH,
-        WINDOW_CHANNELS + num_features(ENV.config),
+        WINDOW_CHANNELS + ENV.num_features,
     )
     np.testing.assert_array_equal(
         image[..., :WINDOW_CHANNELS].reshape(3, -1), flat[:, : HEIGHT * WIDTH * WINDOW_CHANNELS]

@@ -7,18 +7,17 @@ import numpy as np
 import pytest
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.world.worldgen import generate_world
+from alemlite.envs.craft import make_craft
 
 NUM_WORLDS = 64
 ESSENTIALS_WITHIN = 6  # the tree, water and stone must be reachable this close to the start
 
 
 def generate_many(map_size: int):
-    config = CraftConfig(map_size=map_size, num_agents=8)
+    env = make_craft(map_size=map_size, num_agents=8)
     keys = jax.random.split(jax.random.PRNGKey(map_size), NUM_WORLDS)
-    states = jax.jit(jax.vmap(lambda key: generate_world(key, config)))(keys)
-    return config, jax.device_get(states)
+    states = jax.jit(jax.vmap(lambda key: env.generate(key, env.default_params)))(keys)
+    return env.config, jax.device_get(states)
 
 
 @pytest.fixture(scope="module")

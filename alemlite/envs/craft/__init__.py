@@ -1,4 +1,24 @@
-"""The Craft world: a fast multi-agent Crafter-like survival world in pure JAX."""
+"""The Craft world: a fast multi-agent Crafter-like survival world in pure JAX.
+
+config.py        CraftConfig (shapes, the parts' switches), CraftParams (vmappable)
+constants.py     materials, items, actions, achievements, the layer's numbers, colours
+env.py           CraftEnv: the world's phases and the enabled parts, in step order
+spec.py          CraftOptions and SPEC (found through the registry)
+policies.py      reference policies (random, noop, scripted, team)
+team_policy.py   the scripted coordinating team
+world/           the base world, which knows nothing of the layer:
+    state.py tiles.py randomness.py worldgen.py gathering.py movement.py
+    survival.py mobs.py achievements.py observation.py rendering.py, and
+    rules.py     what a layer may change in the world's rules for one step
+coordination/    the coordination layer, a list of parts on top of the world:
+    part.py      the hooks a part fills in (generation, step, actions, observation,
+                 rendering, metrics), each a no-op by default
+    layer.py     the enabled parts in order, and what they share (alpha, revives,
+                 the coordination reward and metrics)
+    roles.py tasks.py elites.py trading.py signals.py construction.py  (one part
+                 each, with its own switch), state.py (the layer's tables)
+prompting/       the LLM prompt builder (CraftRenderer) and its templates
+"""
 
 from alemlite.envs.craft.config import CraftConfig, CraftParams, parse_difficulty
 from alemlite.envs.craft.env import CraftEnv

@@ -51,9 +51,9 @@ class CraftConfig:
     # Reserved sizes for the coordination layer (task and request tables).
     task_slots: int = 8
     observation: str = "flat"
-    # Coordination layer (roles.py, tasks.py, elites.py, trading.py, construction.py):
-    # `coordination=False` turns every part off and leaves the base world; each part
-    # also has its own switch.
+    # Coordination layer (coordination/layer.py): `coordination=False` turns every part
+    # off and leaves the base world; each part also has its own switch (message tokens:
+    # num_message_tokens=0).
     coordination: bool = True
     specialisation: bool = True
     tasks: bool = True
@@ -155,9 +155,11 @@ class CraftConfig:
 
     @property
     def has_layer(self) -> bool:
+        """Whether any part is on."""
         return (
             self.has_specialisation
             or self.has_tasks
+            or self.has_elites
             or self.has_trading
             or self.has_construction
             or self.message_tokens > 0

@@ -436,7 +436,7 @@ DIAMOND_SWORD_SMITHS = 2
 SHELTER_RECOVERY_FACTOR = 2
 # Beacon: tiles within Chebyshev BEACON_RADIUS (9x9) are lit and zombies do not spawn there.
 BEACON_RADIUS = 4
-# Forager: each unit of food and drink lasts twice as long (see survival.py).
+# Forager: each unit of food and drink lasts twice as long (see coordination/roles.py).
 FORAGER_RESERVE_FACTOR = 2
 
 # ---- colours (RGB) for rendering, by material and entity ----------------------------
@@ -480,3 +480,7 @@ AGENT_COLOURS = np.array(
     ],
     dtype=np.uint8,
 )
+# Rendering marks of the coordination layer: corner flags on task tiles and unbuilt sites
+# by task kind (none, handover, soft sync, hard sync), frames round mobs by elite kind.
+TASK_FLAG_COLOURS = np.array([(0, 0, 0), (70, 150, 255), (255, 220, 0), (230, 40, 40)], np.uint8)
+ELITE_FRAME_COLOURS = np.array([(0, 0, 0), (255, 200, 0), (230, 30, 30)], np.uint8)

@@ -65,7 +65,7 @@ def render_rgb(env: CraftEnv, state: Any, params: Any) -> Any:
     """The whole map, agents and mobs drawn in."""
     from alemlite.envs.craft.world.rendering import render_map
 
-    return render_map(env.config, state, params)
+    return render_map(env.config, state, params, env.layer)
 
 
 SPEC = EnvSpec(

@@ -56,6 +56,7 @@ from alemlite.envs.craft.coordination.tasks import quorum, task_kind
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.world.gathering import facing_target, melee_damage, mob_at, near_stations
 from alemlite.envs.craft.world.mobs import daylight
+from alemlite.envs.craft.world.observation import teammates
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import read_tiles
 
@@ -760,7 +761,7 @@ def team_actions(
     teammate_spare = jnp.any(others[:, :, None] & (spare[None, :, :] > 0), axis=1)
     own_request = coordination.request_item.astype(jnp.int32)
     if config.has_trading and num_agents > 1:
-        mates = jnp.asarray(trading.teammates(num_agents))
+        mates = jnp.asarray(teammates(num_agents))
         wanted = own_request[mates]  # (P, P-1)
         spare_of_wanted = jnp.take_along_axis(spare, jnp.maximum(wanted, 0), axis=1)
         can_give = trading.give_valid(config, state, params) & (spare_of_wanted > 0)

@@ -26,32 +26,40 @@ Everyone who took part (the starter too) earns `build_<building>`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.coordination import trading
-from alemlite.envs.craft.coordination.tasks import count_down, handover_window, quorum, task_kind
+from alemlite.envs.craft.coordination.part import Draws, Part, Turn
+from alemlite.envs.craft.coordination.signals import first_message
+from alemlite.envs.craft.coordination.state import CoordinationState, SiteState
+from alemlite.envs.craft.coordination.tasks import (
+    MAX_WINDOW,
+    count_down,
+    flag,
+    handover_window,
+    quorum,
+    task_kind,
+)
 from alemlite.envs.craft.world.gathering import facing_target
-from alemlite.envs.craft.world.state import CraftState, SiteState
+from alemlite.envs.craft.world.observation import window_offsets
+from alemlite.envs.craft.world.rendering import Marks
+from alemlite.envs.craft.world.rules import DoRules, LifeRules
+from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import first_claim, write_tiles
 
 SITE_CANDIDATES = 32  # tiles tried per site at generation
 SITE_SPREAD = 10  # sites lie within this Chebyshev distance of the start centre...
 SITE_MIN_DISTANCE = 5  # ...and outside the start disc
 SITE_VALUES = 9  # sync, handover, quorum / P, shelter, forge, beacon, pending x 3
-MAX_WINDOW = 24  # the longest handover window (alpha = 0)
-
-
-def action_names(config: CraftConfig) -> tuple[str, ...]:
-    return C.BUILD_ACTIONS if config.has_construction else ()
 
 
 def first_build(config: CraftConfig) -> int:
-    """Index of `build_shelter` (the construction actions follow every other action)."""
-    return C.NUM_ACTIONS + len(trading.extra_action_names(config))
+    """Id of `build_shelter` (the construction actions follow every other action)."""
+    return first_message(config) + config.message_tokens
 
 
 def lay_sites(
@@ -306,3 +314,118 @@ def site_values(config: CraftConfig, state: CraftState) -> jax.Array:
         ],
         axis=1,
     ).astype(jnp.float32)
+
+
+def site_planes(config: CraftConfig, state: CraftState) -> jax.Array:
+    """`(P, H, W, SITE_VALUES)`: each site's values on its tile of each window."""
+    rows, cols = window_offsets(config)
+    sites = state.coordination.sites
+    relative = sites.position.astype(jnp.int32)[None] - state.agents.position[:, None]
+    present = (sites.task > 0)[None, :, None]
+    row_hit = (relative[..., 0, None] == rows) & present  # (P, Q, H)
+    col_hit = relative[..., 1, None] == cols  # (P, Q, W)
+    return jnp.einsum(
+        "pqh,pqw,qc->phwc",
+        row_hit.astype(jnp.float32),
+        col_hit.astype(jnp.float32),
+        site_values(config, state),
+    )
+
+
+class Construction(Part):
+    """Shelters, forges and beacons built together on sites, and diamond swords."""
+
+    stream = 2  # draws of its own, so the other parts' draws stay as they are
+    window_channels = SITE_VALUES
+    own_features = 1  # holds a diamond sword
+
+    @staticmethod
+    def enabled(config: CraftConfig) -> bool:
+        return config.has_construction
+
+    @staticmethod
+    def random_shapes(config: CraftConfig) -> dict[str, tuple[int, ...]]:
+        return {"build_window": (config.num_agents,)}
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        return C.BUILD_ACTIONS
+
+    @property
+    def achievements(self) -> tuple[str, ...]:
+        swords = ("make_diamond_sword",) if self.config.num_agents >= 2 else ()
+        return tuple(f"build_{name}" for name in C.BUILDINGS) + swords
+
+    @property
+    def global_features(self) -> int:
+        return self.config.site_slots * (2 + SITE_VALUES)
+
+    def lay(
+        self,
+        key: jax.Array,
+        material: jax.Array,
+        centre: jax.Array,
+        coordination: CoordinationState,
+    ) -> tuple[jax.Array, CoordinationState]:
+        material, sites = lay_sites(jax.random.fold_in(key, 3), self.config, material, centre)
+        return material, coordination.replace(sites=sites)
+
+    def do_rules(self, state: CraftState, params: CraftParams, rules: DoRules) -> DoRules:
+        return replace(rules, melee_floor=melee_floor(state))
+
+    def after_do(self, turn: Turn, state: CraftState, params: CraftParams, draws: Draws):
+        return apply(self.config, state, params, turn.actions, draws["build_window"])
+
+    def life_rules(self, state: CraftState, params: CraftParams, rules: LifeRules) -> LifeRules:
+        by_shelter = sheltered(state)
+        return replace(
+            rules,
+            rest_boost=jnp.where(by_shelter, C.SHELTER_RECOVERY_FACTOR, 1),
+            harmless=by_shelter & state.agents.sleeping,
+            zombie_blocked=beacon_blocker(state.coordination.sites, params.beacon_radius),
+        )
+
+    def tick(self, state: CraftState) -> CraftState:
+        coordination = state.coordination
+        return state.replace(
+            coordination=coordination.replace(sites=tick_sites(coordination.sites))
+        )
+
+    def action_mask(self, state: CraftState, params: CraftParams) -> jax.Array:
+        return action_mask(self.config, state, params)
+
+    def window_planes(self, state: CraftState, params: CraftParams) -> jax.Array:
+        return site_planes(self.config, state)
+
+    def own(self, state: CraftState) -> jax.Array:
+        return state.coordination.diamond_sword[:, None]
+
+    def global_part(self, state: CraftState) -> jax.Array:
+        sites = state.coordination.sites
+        position = sites.position.astype(jnp.float32) / self.config.map_size
+        position = position * (sites.task > 0)[:, None]
+        return jnp.concatenate([position, site_values(self.config, state)], axis=1).reshape(-1)
+
+    def lit(self, state: CraftState, params: CraftParams, position: jax.Array) -> jax.Array:
+        return lit_by_beacon(state.coordination.sites, position, params.beacon_radius)
+
+    def marks(self, state: CraftState, rows: jax.Array, cols: jax.Array, marks: Marks) -> Marks:
+        sites = state.coordination.sites
+        unbuilt = (sites.task > 0) & (sites.building < 0)
+        site_position = sites.position.astype(jnp.int32)
+        at_site = (
+            (site_position[:, 0, None, None] == rows[None])
+            & (site_position[:, 1, None, None] == cols[None])
+            & unbuilt[:, None, None]
+        )
+        site_kind = task_kind(sites.task)[jnp.argmax(at_site, axis=0)]
+        return flag(site_kind, jnp.any(at_site, axis=0), marks)
+
+    def metrics(self, state: CraftState) -> dict[str, jax.Array]:
+        coordination = state.coordination
+        metrics = {
+            f"construction/{name}s": coordination.buildings_built[index].astype(jnp.float32)
+            for index, name in enumerate(C.BUILDINGS)
+        }
+        metrics["construction/diamond_swords"] = coordination.diamond_swords.astype(jnp.float32)
+        return metrics

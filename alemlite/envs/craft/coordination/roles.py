@@ -12,12 +12,16 @@ observation, gives and eating use.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination.part import Draws, Part
 from alemlite.envs.craft.world.gathering import agent_blocking, facing_target, mob_at
+from alemlite.envs.craft.world.rules import DoRules, LifeRules
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import read_tiles
 
@@ -80,3 +84,30 @@ def food_share(num_agents: int) -> jax.Array:
 def reserve_factor(num_agents: int) -> jax.Array:
     """`(P,)` int: how many times longer each unit of food and drink lasts (foragers 2)."""
     return jnp.where(agent_roles(num_agents) == C.FORAGER, C.FORAGER_RESERVE_FACTOR, 1)
+
+
+class Roles(Part):
+    """Role checks on gated actions, warriors' damage, foragers' food and reserves."""
+
+    @staticmethod
+    def enabled(config: CraftConfig) -> bool:
+        return config.has_specialisation
+
+    @staticmethod
+    def random_shapes(config: CraftConfig) -> dict[str, tuple[int, ...]]:
+        return {"role": (config.num_agents,)}
+
+    def gate(self, state: CraftState, params: CraftParams, actions: jax.Array, draws: Draws):
+        return gate_actions(self.config, state, params, actions, draws["role"])
+
+    def restrict(self, state: CraftState, params: CraftParams, mask: jax.Array) -> jax.Array:
+        return mask & gated_action_mask(self.config, params)
+
+    def do_rules(self, state: CraftState, params: CraftParams, rules: DoRules) -> DoRules:
+        num_agents = self.config.num_agents
+        return replace(
+            rules, melee_factor=melee_factor(num_agents), food_share=food_share(num_agents)
+        )
+
+    def life_rules(self, state: CraftState, params: CraftParams, rules: LifeRules) -> LifeRules:
+        return replace(rules, reserve=reserve_factor(self.config.num_agents))

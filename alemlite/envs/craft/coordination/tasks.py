@@ -24,16 +24,22 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination.part import Draws, Part, Turn
+from alemlite.envs.craft.coordination.state import CoordinationState
 from alemlite.envs.craft.world.gathering import add_items, facing_target
-from alemlite.envs.craft.world.state import CoordinationState, CraftState, empty_coordination
-from alemlite.envs.craft.world.tiles import read_tiles, same_tile, write_tiles
+from alemlite.envs.craft.world.observation import window_grid, window_offsets
+from alemlite.envs.craft.world.rendering import Marks
+from alemlite.envs.craft.world.state import CraftState
+from alemlite.envs.craft.world.tiles import in_bounds, read_tiles, same_tile, write_tiles
 
 RANDOM_DRAWS = 2  # per agent: solo success of a soft sync, handover window
+CHANNELS = 3 + 1 + 1  # window channels: kind one-hot, quorum / P, handover window left
+MAX_WINDOW = 24  # the longest handover window (alpha = 0)
 
 
-def lay_tasks(key: jax.Array, config: CraftConfig, material: jax.Array) -> CoordinationState:
-    """Task bytes over a generated map (runs at generation, never inside a step)."""
+def lay_tasks(key: jax.Array, config: CraftConfig, material: jax.Array) -> jax.Array:
+    """Task bytes `(S, S)` over a generated map (at generation, never inside a step)."""
     presence, kind_roll, quorum_roll = jax.random.uniform(key, (3, *material.shape))
     is_task = jnp.asarray(C.TASK_MATERIALS)[material] & (presence < config.task_probability)
     kind = jnp.where(
@@ -42,8 +48,7 @@ def lay_tasks(key: jax.Array, config: CraftConfig, material: jax.Array) -> Coord
         jnp.where(kind_roll < (1 + C.HANDOVER_SHARE) / 2, C.TASK_SOFT_SYNC, C.TASK_HARD_SYNC),
     )
     quorum = jnp.floor(quorum_roll * C.QUORUM_LEVELS).astype(jnp.int32)
-    byte = jnp.where(is_task, kind | (quorum << C.TASK_KIND_BITS), 0).astype(jnp.uint8)
-    return empty_coordination(config).replace(tile_task=byte)
+    return jnp.where(is_task, kind | (quorum << C.TASK_KIND_BITS), 0).astype(jnp.uint8)
 
 
 def task_kind(byte: jax.Array) -> jax.Array:
@@ -233,3 +238,80 @@ def clear_consumed(
             coordination.tile_task, target, jnp.zeros((target.shape[0],), jnp.int32), changed
         )
     )
+
+
+def task_planes(config: CraftConfig, state: CraftState) -> jax.Array:
+    """`(P, H, W, CHANNELS)`: task kind one-hot, quorum / P, handover window left."""
+    coordination = state.coordination
+    grid = window_grid(config, state)
+    inside = in_bounds(grid, config.map_size)
+    clipped = jnp.clip(grid, 0, config.map_size - 1)
+    byte = jnp.where(inside, coordination.tile_task[clipped[..., 0], clipped[..., 1]], 0)
+    kind = task_kind(byte)
+    kind_planes = jax.nn.one_hot(kind - 1, 3)  # "none" (-1) is all zero
+    syncing = (kind == C.TASK_SOFT_SYNC) | (kind == C.TASK_HARD_SYNC)
+    needed = quorum(byte, coordination.alpha, config.num_agents)
+    quorum_plane = jnp.where(syncing, needed / config.num_agents, 0.0)
+    rows, cols = window_offsets(config)
+    relative = coordination.task_position.astype(jnp.int32)[None] - state.agents.position[:, None]
+    pending = (coordination.task_starter >= 0)[None, :, None]
+    row_hit = (relative[..., 0, None] == rows) & pending  # (P, T, H)
+    col_hit = relative[..., 1, None] == cols  # (P, T, W)
+    left = jnp.einsum(
+        "pth,ptw,t->phw",
+        row_hit.astype(jnp.float32),
+        col_hit.astype(jnp.float32),
+        coordination.task_timer.astype(jnp.float32) / MAX_WINDOW,
+    )
+    return jnp.concatenate([kind_planes, quorum_plane[..., None], left[..., None]], axis=-1)
+
+
+def flag(kind: jax.Array, where: jax.Array, marks: Marks) -> Marks:
+    """Corner flags coloured by task kind `(R, W)` (TASK_FLAG_COLOURS) where `where`."""
+    colour = jnp.asarray(C.TASK_FLAG_COLOURS)[kind]
+    return marks._replace(
+        flag=jnp.where(where, kind > 0, marks.flag),
+        flag_colour=jnp.where(where[..., None], colour, marks.flag_colour),
+    )
+
+
+class Tasks(Part):
+    """Sync and handover tasks on tree, stone, coal, iron and diamond tiles."""
+
+    window_channels = CHANNELS
+    achievements = ("complete_sync", "complete_handover")
+
+    @staticmethod
+    def enabled(config: CraftConfig) -> bool:
+        return config.has_tasks
+
+    @staticmethod
+    def random_shapes(config: CraftConfig) -> dict[str, tuple[int, ...]]:
+        return {"task": (config.num_agents, RANDOM_DRAWS)}
+
+    def generate(self, key: jax.Array, state: CraftState) -> CraftState:
+        tile_task = lay_tasks(jax.random.fold_in(key, 1), self.config, state.map)
+        return state.replace(coordination=state.coordination.replace(tile_task=tile_task))
+
+    def before_do(
+        self, state: CraftState, params: CraftParams, doing: jax.Array, draws: Draws
+    ) -> tuple[CraftState, jax.Array]:
+        state, passthrough = resolve_tasks(self.config, state, doing, draws["task"])
+        return state, doing & passthrough
+
+    def after_do(self, turn: Turn, state: CraftState, params: CraftParams, draws: Draws):
+        coordination = clear_consumed(state.coordination, turn.before.map, state.map, turn.target)
+        return state.replace(coordination=coordination)
+
+    def tick(self, state: CraftState) -> CraftState:
+        return state.replace(coordination=tick_handovers(state.coordination))
+
+    def window_planes(self, state: CraftState, params: CraftParams) -> jax.Array:
+        return task_planes(self.config, state)
+
+    def marks(self, state: CraftState, rows: jax.Array, cols: jax.Array, marks: Marks) -> Marks:
+        size = self.config.map_size
+        inside = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
+        tile_task = state.coordination.tile_task
+        byte = tile_task[jnp.clip(rows, 0, size - 1), jnp.clip(cols, 0, size - 1)]
+        return flag(jnp.where(inside, task_kind(byte), C.TASK_NONE), inside, marks)

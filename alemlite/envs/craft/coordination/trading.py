@@ -1,14 +1,14 @@
-"""Trading (requests and gives) and message tokens: actions appended after Crafter's 17.
+"""Trading: requests and gives, actions appended after Crafter's 17.
 
-Layout of the extra actions: `request_<resource>` (8) and `give_to_<k>` (P - 1, k-th
-teammate in order i+1, i+2, ... mod P) when trading is on, then `message_<m>` tokens.
+Actions: `request_<resource>` (8), then `give_to_<k>` (P - 1, the k-th teammate in
+order i+1, i+2, ... mod P).
 - A request stays open for REQUEST_DURATION steps (a new one replaces it).
 - A give moves one unit of what that teammate requests (an item, or a point of food /
   drink) if the giver has it, the teammate stands (alive) within `give_range` (L1,
   0: unlimited) and has room; the request then closes. Giver and receiver both earn
   `give_item`.
-- A message sets the sender's last token, which teammates see from the next step.
-Each of these actions takes the agent's whole turn.
+Each of these actions takes the agent's whole turn. Teammates see each other's open
+request (one-hot over the resources).
 """
 
 from __future__ import annotations
@@ -19,34 +19,25 @@ import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination.part import Draws, Part, Turn
+from alemlite.envs.craft.world.observation import teammates
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import l1_distance
 
 
-def extra_action_names(config: CraftConfig) -> tuple[str, ...]:
-    names: tuple[str, ...] = ()
-    if config.has_trading:
-        names += tuple(f"request_{name}" for name in C.REQUEST_RESOURCES)
-        names += tuple(f"give_to_{k}" for k in range(1, config.num_agents))
-    return names + tuple(f"message_{m}" for m in range(config.message_tokens))
+def action_names(config: CraftConfig) -> tuple[str, ...]:
+    return tuple(f"request_{name}" for name in C.REQUEST_RESOURCES) + tuple(
+        f"give_to_{k}" for k in range(1, config.num_agents)
+    )
 
 
 def first_request(config: CraftConfig) -> int:
+    """Id of `request_food` (trading's actions follow Crafter's)."""
     return C.NUM_ACTIONS
 
 
 def first_give(config: CraftConfig) -> int:
     return C.NUM_ACTIONS + C.NUM_REQUEST_RESOURCES
-
-
-def first_message(config: CraftConfig) -> int:
-    trading = C.NUM_REQUEST_RESOURCES + config.num_agents - 1 if config.has_trading else 0
-    return C.NUM_ACTIONS + trading
-
-
-def teammates(num_agents: int) -> np.ndarray:
-    """`(P, P-1)`: the k-th teammate of each agent."""
-    return (np.arange(num_agents)[:, None] + np.arange(1, num_agents)[None, :]) % num_agents
 
 
 def _holdings(state: CraftState) -> jax.Array:
@@ -78,53 +69,46 @@ def give_valid(config: CraftConfig, state: CraftState, params: CraftParams) -> j
 def apply(
     config: CraftConfig, state: CraftState, params: CraftParams, actions: jax.Array
 ) -> CraftState:
-    """Requests, gives and messages of this step's actions `(P,)`."""
+    """Requests and gives of this step's actions `(P,)`."""
     coordination, agents = state.coordination, state.agents
     num_agents = config.num_agents
-    if config.has_trading:
-        request = actions - first_request(config)
-        requesting = (request >= 0) & (request < C.NUM_REQUEST_RESOURCES)
-        received = jnp.zeros((num_agents, C.NUM_REQUEST_RESOURCES), jnp.int32)
-        giving = jnp.zeros((num_agents,), bool)
-        if num_agents > 1:
-            slot = actions - first_give(config)
-            giving = (slot >= 0) & (slot < num_agents - 1)
-            slot = jnp.clip(slot, 0, num_agents - 2)
-            valid = give_valid(config, state, params)
-            giving &= jnp.take_along_axis(valid, slot[:, None], 1)[:, 0]
-            receiver = jnp.asarray(teammates(num_agents))[jnp.arange(num_agents), slot]
-            resource = coordination.request_item.astype(jnp.int32)[receiver]
-            moved = jax.nn.one_hot(resource, C.NUM_REQUEST_RESOURCES, dtype=jnp.int32)
-            moved = moved * giving[:, None]
-            received = received.at[receiver].add(moved)
-            change = received - moved
-            stat, item = jnp.asarray(C.REQUEST_STAT), jnp.asarray(C.REQUEST_ITEM)
-            stats = agents.stats.at[:, stat[:2]].add(change[:, :2])
-            inventory = agents.inventory.at[:, item[2:]].add(change[:, 2:])
-            agents = agents.replace(
-                stats=jnp.clip(stats, 0, C.STAT_MAX),
-                inventory=jnp.clip(inventory, 0, C.INVENTORY_MAX),
-            )
-        got = jnp.any(received > 0, axis=1)
-        request_item = jnp.where(requesting, request, coordination.request_item)
-        request_item = jnp.where(got & ~requesting, -1, request_item)
-        # Open for the next REQUEST_DURATION steps (the end-of-step tick takes one off).
-        request_timer = jnp.where(requesting, C.REQUEST_DURATION + 1, coordination.request_timer)
-        achievements = coordination.achievements.at[:, C.COORDINATION_INDEX["give_item"]].max(
-            giving | got
+    request = actions - first_request(config)
+    requesting = (request >= 0) & (request < C.NUM_REQUEST_RESOURCES)
+    received = jnp.zeros((num_agents, C.NUM_REQUEST_RESOURCES), jnp.int32)
+    giving = jnp.zeros((num_agents,), bool)
+    if num_agents > 1:
+        slot = actions - first_give(config)
+        giving = (slot >= 0) & (slot < num_agents - 1)
+        slot = jnp.clip(slot, 0, num_agents - 2)
+        valid = give_valid(config, state, params)
+        giving &= jnp.take_along_axis(valid, slot[:, None], 1)[:, 0]
+        receiver = jnp.asarray(teammates(num_agents))[jnp.arange(num_agents), slot]
+        resource = coordination.request_item.astype(jnp.int32)[receiver]
+        moved = jax.nn.one_hot(resource, C.NUM_REQUEST_RESOURCES, dtype=jnp.int32)
+        moved = moved * giving[:, None]
+        received = received.at[receiver].add(moved)
+        change = received - moved
+        stat, item = jnp.asarray(C.REQUEST_STAT), jnp.asarray(C.REQUEST_ITEM)
+        stats = agents.stats.at[:, stat[:2]].add(change[:, :2])
+        inventory = agents.inventory.at[:, item[2:]].add(change[:, 2:])
+        agents = agents.replace(
+            stats=jnp.clip(stats, 0, C.STAT_MAX),
+            inventory=jnp.clip(inventory, 0, C.INVENTORY_MAX),
         )
-        coordination = coordination.replace(
-            request_item=request_item.astype(jnp.int8),
-            request_timer=request_timer.astype(jnp.int16),
-            achievements=achievements,
-            gives=coordination.gives + jnp.sum(giving).astype(jnp.int16),
-        )
-    if config.message_tokens:
-        token = actions - first_message(config)
-        sending = (token >= 0) & (token < config.message_tokens)
-        coordination = coordination.replace(
-            last_message=jnp.where(sending, token, coordination.last_message).astype(jnp.int8)
-        )
+    got = jnp.any(received > 0, axis=1)
+    request_item = jnp.where(requesting, request, coordination.request_item)
+    request_item = jnp.where(got & ~requesting, -1, request_item)
+    # Open for the next REQUEST_DURATION steps (the end-of-step tick takes one off).
+    request_timer = jnp.where(requesting, C.REQUEST_DURATION + 1, coordination.request_timer)
+    achievements = coordination.achievements.at[:, C.COORDINATION_INDEX["give_item"]].max(
+        giving | got
+    )
+    coordination = coordination.replace(
+        request_item=request_item.astype(jnp.int8),
+        request_timer=request_timer.astype(jnp.int16),
+        achievements=achievements,
+        gives=coordination.gives + jnp.sum(giving).astype(jnp.int16),
+    )
     return state.replace(agents=agents, coordination=coordination)
 
 
@@ -141,12 +125,30 @@ def tick_requests(state: CraftState) -> CraftState:
     )
 
 
-def extra_action_mask(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
-    """`(P, extra actions)` bool (before the standing / awake check)."""
-    parts = []
-    if config.has_trading:
-        parts.append(jnp.ones((config.num_agents, C.NUM_REQUEST_RESOURCES), bool))
-        parts.append(give_valid(config, state, params))
-    if config.message_tokens:
-        parts.append(jnp.ones((config.num_agents, config.message_tokens), bool))
-    return jnp.concatenate(parts, axis=1)
+class Trading(Part):
+    """Requests and gives between teammates."""
+
+    teammate_features = C.NUM_REQUEST_RESOURCES
+    achievements = ("give_item",)
+
+    @staticmethod
+    def enabled(config: CraftConfig) -> bool:
+        return config.has_trading
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        return action_names(self.config)
+
+    def after_do(self, turn: Turn, state: CraftState, params: CraftParams, draws: Draws):
+        return apply(self.config, state, params, turn.actions)
+
+    def tick(self, state: CraftState) -> CraftState:
+        return tick_requests(state)
+
+    def action_mask(self, state: CraftState, params: CraftParams) -> jax.Array:
+        requests = jnp.ones((self.config.num_agents, C.NUM_REQUEST_RESOURCES), bool)
+        return jnp.concatenate([requests, give_valid(self.config, state, params)], axis=1)
+
+    def about_teammates(self, state: CraftState, mates: np.ndarray) -> jax.Array:
+        request = state.coordination.request_item.astype(jnp.int32)[mates]
+        return jax.nn.one_hot(request, C.NUM_REQUEST_RESOURCES)

@@ -6,7 +6,7 @@ construction sites and creatures (elites marked) inside its view window (with re
 and absolute coordinates, nearest first), what it faces, its teammates (role, position,
 health, status, open request, last signal and message) and the actions legal now. The
 `collaborative` variant adds cues each turn: team progress and who needs help. The
-coordination layer's words live in `craft_coordination.py` and `craft_construction.py`.
+coordination layer's words live in `coordination.py` and `construction.py` beside it.
 
 The whole batch is read from one host copy of the state: window tiles, nearest
 objects and distances are numpy array work over every (episode, agent) pair at once;

@@ -12,13 +12,12 @@ Simultaneous actions resolve deterministically:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.world.rules import DoRules
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import (
     first_claim,
@@ -73,17 +72,13 @@ def do_action(
     state: CraftState,
     doing: jax.Array,
     sapling_roll: jax.Array,
-    melee_factor: jax.Array | None = None,
-    food_share: jax.Array | None = None,
-    mob_damage: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
-    melee_floor: jax.Array | None = None,
+    rules: DoRules,
 ) -> CraftState:
     """Apply DO for agents where `doing` `(P,)`; `sapling_roll` are uniforms `(P,)`.
 
-    Roles (when on) scale each agent's melee damage by `melee_factor` `(P,)` int and
-    the food of a cow or a plant by `food_share` `(P,)` float (rounded down); elites
-    replace the summed damage with `mob_damage(hits (P, N), strength (P,)) -> (N,)`;
-    `melee_floor` `(P,)` raises the sword damage (a diamond sword) before the factor.
+    `rules` may raise each agent's sword damage to a floor, then scale it, replace the
+    summed damage of a mob's hitters, and share out the food of a cow or a plant
+    (rounded down).
     """
     agents, mobs, world = state.agents, state.mobs, state.map
     num_agents = config.num_agents
@@ -103,14 +98,14 @@ def do_action(
     hitting = doing & ~doing_agent & jnp.any(facing_mob, axis=1)
     hits = facing_mob & hitting[:, None]
     strength = melee_damage(agents.inventory)
-    if melee_floor is not None:
-        strength = jnp.maximum(strength, melee_floor)
-    if melee_factor is not None:
-        strength = strength * melee_factor
-    if mob_damage is None:
+    if rules.melee_floor is not None:
+        strength = jnp.maximum(strength, rules.melee_floor)
+    if rules.melee_factor is not None:
+        strength = strength * rules.melee_factor
+    if rules.mob_damage is None:
         damage = jnp.sum(hits * strength[:, None], axis=0)
     else:
-        damage = mob_damage(hits, strength)
+        damage = rules.mob_damage(hits, strength)
     mob_health = mobs.health - damage
     killed = mobs.alive & (damage > 0) & (mob_health <= 0)
     kinds = jnp.asarray(config.mob_kinds())
@@ -147,8 +142,8 @@ def do_action(
     )
 
     eaten = C.FOOD_PER_COW * ate_cow + C.FOOD_PER_PLANT * eating_plant
-    if food_share is not None:
-        eaten = jnp.floor(eaten * food_share).astype(jnp.int32)
+    if rules.food_share is not None:
+        eaten = jnp.floor(eaten * rules.food_share).astype(jnp.int32)
     food = stats[:, C.FOOD] + eaten
     drink = stats[:, C.DRINK] + C.DRINK_PER_SIP * drinking
     stats = stats.at[:, C.FOOD].set(food).at[:, C.DRINK].set(drink)
@@ -196,6 +191,26 @@ def make_valid(state: CraftState) -> jax.Array:
     near_table, near_furnace = near_stations(state)
     furnace_ok = ~jnp.asarray(C.MAKE_NEEDS_FURNACE)[None, :] | near_furnace[:, None]
     return affordable & near_table[:, None] & furnace_ok
+
+
+def legal_actions(config: CraftConfig, state: CraftState) -> jax.Array:
+    """`(P, NUM_ACTIONS)` bool: Crafter's actions that would do something (for agents
+    that stand and are awake; noop, moves and DO always count)."""
+    always = (
+        jnp.zeros((C.NUM_ACTIONS,), bool)
+        .at[jnp.array([C.NOOP, C.MOVE_LEFT, C.MOVE_RIGHT, C.MOVE_UP, C.MOVE_DOWN, C.DO])]
+        .set(True)
+    )
+    can_sleep = state.agents.stats[:, C.ENERGY] < C.STAT_MAX
+    return jnp.concatenate(
+        [
+            jnp.broadcast_to(always[: C.SLEEP], (config.num_agents, C.SLEEP)),
+            can_sleep[:, None],
+            place_valid(config, state),
+            make_valid(state),
+        ],
+        axis=1,
+    )
 
 
 def place_action(config: CraftConfig, state: CraftState, actions: jax.Array) -> CraftState:

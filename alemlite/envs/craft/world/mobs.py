@@ -87,11 +87,11 @@ def move_and_attack(
     config: CraftConfig,
     state: CraftState,
     uniform: jax.Array,
-    protected: jax.Array | None = None,
+    harmless: jax.Array | None = None,
 ) -> tuple[CraftState, jax.Array]:
     """Mob behaviour; returns the state and each skeleton's wish to shoot `(N,)`.
 
-    Zombie attacks on `protected` `(P,)` agents (sleepers by a shelter) do no damage.
+    Zombie attacks on `harmless` `(P,)` agents do no damage.
     """
     mobs = state.mobs
     kinds = jnp.asarray(config.mob_kinds())
@@ -155,8 +155,8 @@ def move_and_attack(
     )
     # Skeletons reload every step.
     cooldown = jnp.where(is_skeleton, jnp.maximum(mobs.cooldown - 1, 0), cooldown)
-    if protected is not None:
-        damage = jnp.where(protected[target], 0, damage)
+    if harmless is not None:
+        damage = jnp.where(harmless[target], 0, damage)
     hurt = jnp.zeros((config.num_agents,), jnp.int32).at[target].add(damage)
     agents = state.agents
     agents = agents.replace(stats=agents.stats.at[:, C.HEALTH].add(-hurt))
@@ -249,8 +249,7 @@ def balance(
 ) -> CraftState:
     """Spawn one mob per kind below target, despawn one above it (if far from agents).
 
-    `zombie_blocked(candidates (K, 2)) -> (K,)` bool rules out zombie spawn tiles
-    (those a beacon lights).
+    `zombie_blocked(candidates (K, 2)) -> (K,)` bool rules out zombie spawn tiles.
     """
     mobs = state.mobs
     kinds = jnp.asarray(config.mob_kinds())

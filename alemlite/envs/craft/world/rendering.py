@@ -1,17 +1,17 @@
 """RGB frames of the whole map and of each agent's view, drawn from tiny sprites.
 
 Sprites are built here from the colours in `constants.py`: textured material tiles
-(construction sites and buildings included), and masks for agents (a disc with a
-facing mark), zombies, skeletons, cows and arrows. The coordination layer adds marks:
-a corner flag on task tiles and unbuilt sites by kind (blue handover, yellow soft
-sync, red hard sync), a frame round elite mobs and large cows (gold soft, red hard),
-and light round beacons at night. Frames are jittable (`render_map`, `render_views`);
-`write_gif` saves a sequence with imageio.
+(the blocks a layer builds included), and masks for agents (a disc with a facing
+mark), zombies, skeletons, cows and arrows. A layer above the world may draw marks
+(a corner flag and a frame on any tile, in any colour) and light tiles at night
+(`Overlay`). Frames are jittable (`render_map`, `render_views`); `write_gif` saves a
+sequence with imageio.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
 import imageio.v3 as iio
 import jax
@@ -20,17 +20,36 @@ import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
-from alemlite.envs.craft.coordination import construction
-from alemlite.envs.craft.coordination.tasks import task_kind
 from alemlite.envs.craft.world.mobs import daylight
 from alemlite.envs.craft.world.observation import view_materials, window_offsets
 from alemlite.envs.craft.world.state import CraftState
 
 TILE = 8  # pixels per tile
 NIGHT_DIMMING = 0.6  # share of brightness lost at full night
-# Corner flags by task kind (none, handover, soft sync, hard sync), frames by elite kind.
-TASK_FLAG_COLOURS = np.array([(0, 0, 0), (70, 150, 255), (255, 220, 0), (230, 40, 40)], np.uint8)
-ELITE_FRAME_COLOURS = np.array([(0, 0, 0), (255, 200, 0), (230, 30, 30)], np.uint8)
+
+
+class Marks(NamedTuple):
+    """A corner flag (under the entities) and a frame (over them) per tile of a grid."""
+
+    flag: jax.Array  # (R, W) bool
+    flag_colour: jax.Array  # (R, W, 3) uint8
+    frame: jax.Array  # (R, W) bool
+    frame_colour: jax.Array  # (R, W, 3) uint8
+
+    @classmethod
+    def none(cls, shape: tuple[int, ...]) -> Marks:
+        unmarked, black = jnp.zeros(shape, bool), jnp.zeros((*shape, 3), jnp.uint8)
+        return cls(unmarked, black, unmarked, black)
+
+
+class Overlay(Protocol):
+    """What a layer above the world adds to its frames."""
+
+    def marks(self, state: CraftState, rows: jax.Array, cols: jax.Array) -> Marks | None:
+        """Marks on a `(R, W)` grid of map tiles (None: none)."""
+
+    def lit(self, state: CraftState, params: CraftParams, position: jax.Array) -> jax.Array | None:
+        """`(...)` bool for `(..., 2)` positions: lit whatever the daylight (None: none)."""
 
 
 def _texture(base, accent, pattern: str) -> np.ndarray:
@@ -162,79 +181,60 @@ def _entity_sprites(config: CraftConfig, state: CraftState):
     return colours, masks
 
 
-def _marks(config: CraftConfig, state: CraftState, rows: jax.Array, cols: jax.Array):
-    """Task flag kind and elite frame kind of each tile of a `(R, W)` grid (0: none)."""
-    coordination = state.coordination
-    size = config.map_size
-    inside = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
-    byte = coordination.tile_task[jnp.clip(rows, 0, size - 1), jnp.clip(cols, 0, size - 1)]
-    flag = jnp.where(inside, task_kind(byte), C.TASK_NONE)
-    if config.has_construction:
-        sites = coordination.sites
-        unbuilt = (sites.task > 0) & (sites.building < 0)
-        site_position = sites.position.astype(jnp.int32)
-        at_site = (
-            (site_position[:, 0, None, None] == rows[None])
-            & (site_position[:, 1, None, None] == cols[None])
-            & unbuilt[:, None, None]
-        )
-        site_kind = task_kind(sites.task)[jnp.argmax(at_site, axis=0)]
-        flag = jnp.where(jnp.any(at_site, axis=0), site_kind, flag)
-    mobs = state.mobs
-    at_mob = (
-        (mobs.position[:, 0, None, None] == rows[None])
-        & (mobs.position[:, 1, None, None] == cols[None])
-        & mobs.alive[:, None, None]
-    )
-    elite = coordination.mob_elite.astype(jnp.int32)[jnp.argmax(at_mob, axis=0)]
-    return flag, jnp.where(jnp.any(at_mob, axis=0), elite, C.ELITE_NONE)
-
-
-def _light(config, state, params, rows: jax.Array, cols: jax.Array) -> jax.Array:
-    """Daylight on each tile of a `(R, W)` grid: full where a beacon shines."""
+def _light(
+    state: CraftState,
+    params: CraftParams,
+    rows: jax.Array,
+    cols: jax.Array,
+    overlay: Overlay | None,
+) -> jax.Array:
+    """Daylight on each tile of a `(R, W)` grid: full where the overlay lights it."""
     light = daylight(state.step, params.day_length)
-    if not config.has_construction:
+    lit = None if overlay is None else overlay.lit(state, params, jnp.stack([rows, cols], -1))
+    if lit is None:
         return jnp.broadcast_to(light, rows.shape)
-    lit = construction.lit_by_beacon(
-        state.coordination.sites, jnp.stack([rows, cols], -1), params.beacon_radius
-    )
     return jnp.where(lit, 1.0, light)
 
 
-def _compose(config, state, materials, entities, marks, light) -> jax.Array:
+def _compose(config, state, materials, entities, marks: Marks | None, light) -> jax.Array:
     """Pixels `(R * TILE, W * TILE, 3)` of material, entity and mark grids, light `(R, W)`."""
     tiles = jnp.asarray(MATERIAL_SPRITES)[materials]  # (R, W, T, T, 3)
-    flag, elite = marks
-    tiles = jnp.where(
-        (flag > 0)[:, :, None, None, None] & jnp.asarray(FLAG_MASK)[None, None, :, :, None],
-        jnp.asarray(TASK_FLAG_COLOURS)[flag][:, :, None, None, :],
-        tiles,
-    )
+    if marks is not None:
+        tiles = jnp.where(
+            marks.flag[:, :, None, None, None] & jnp.asarray(FLAG_MASK)[None, None, :, :, None],
+            marks.flag_colour[:, :, None, None, :],
+            tiles,
+        )
     colours, masks = _entity_sprites(config, state)
     mask = masks[entities][..., None]
     tiles = jnp.where(mask, colours[entities][:, :, None, None, :], tiles)
-    tiles = jnp.where(
-        (elite > 0)[:, :, None, None, None] & jnp.asarray(FRAME_MASK)[None, None, :, :, None],
-        jnp.asarray(ELITE_FRAME_COLOURS)[elite][:, :, None, None, :],
-        tiles,
-    )
+    if marks is not None:
+        tiles = jnp.where(
+            marks.frame[:, :, None, None, None] & jnp.asarray(FRAME_MASK)[None, None, :, :, None],
+            marks.frame_colour[:, :, None, None, :],
+            tiles,
+        )
     shade = 1.0 - NIGHT_DIMMING * (1.0 - light)
     tiles = (tiles.astype(jnp.float32) * shade[:, :, None, None, None]).astype(jnp.uint8)
     height, width = materials.shape
     return tiles.transpose(0, 2, 1, 3, 4).reshape(height * TILE, width * TILE, 3)
 
 
-def render_map(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
+def render_map(
+    config: CraftConfig, state: CraftState, params: CraftParams, overlay: Overlay | None = None
+) -> jax.Array:
     """The whole map `(S * TILE, S * TILE, 3)` uint8, dimmed at night."""
     size = config.map_size
     rows, cols = jnp.meshgrid(jnp.arange(size), jnp.arange(size), indexing="ij")
     entities = entity_codes(config, state, rows, cols)
-    marks = _marks(config, state, rows, cols)
-    light = _light(config, state, params, rows, cols)
+    marks = None if overlay is None else overlay.marks(state, rows, cols)
+    light = _light(state, params, rows, cols, overlay)
     return _compose(config, state, state.map.astype(jnp.int32), entities, marks, light)
 
 
-def render_views(config: CraftConfig, state: CraftState, params: CraftParams) -> jax.Array:
+def render_views(
+    config: CraftConfig, state: CraftState, params: CraftParams, overlay: Overlay | None = None
+) -> jax.Array:
     """Each agent's window `(P, H * TILE, W * TILE, 3)` uint8."""
     materials = view_materials(config, state)
     row_offsets, col_offsets = window_offsets(config)
@@ -243,8 +243,8 @@ def render_views(config: CraftConfig, state: CraftState, params: CraftParams) ->
         rows = position[0] + jnp.asarray(row_offsets)[:, None] + 0 * col_offsets[None, :]
         cols = position[1] + jnp.asarray(col_offsets)[None, :] + 0 * row_offsets[:, None]
         entities = entity_codes(config, state, rows, cols)
-        marks = _marks(config, state, rows, cols)
-        light = jnp.where(sleeping, 0.0, _light(config, state, params, rows, cols))
+        marks = None if overlay is None else overlay.marks(state, rows, cols)
+        light = jnp.where(sleeping, 0.0, _light(state, params, rows, cols, overlay))
         return _compose(config, state, material, entities, marks, light)
 
     return jax.vmap(one)(state.agents.position, materials, state.agents.sleeping)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftParams
+from alemlite.envs.craft.world.rules import LifeRules
 from alemlite.envs.craft.world.state import AgentState
 
 
@@ -30,21 +31,18 @@ def start_sleep_or_wake(agents: AgentState, actions: jax.Array) -> tuple[AgentSt
     return agents, actions
 
 
-def update_life_stats(
-    agents: AgentState, reserve: jax.Array | None = None, sheltered: jax.Array | None = None
-) -> AgentState:
+def update_life_stats(agents: AgentState, rules: LifeRules) -> AgentState:
     """Hunger, thirst, fatigue and health recovery for standing agents.
 
-    `reserve` `(P,)` int multiplies the hunger and thirst limits (a forager's food and
-    drink last twice as long); a sleeper with `sheltered` `(P,)` (a shelter next to
-    it) rests and recovers SHELTER_RECOVERY_FACTOR times as fast.
+    `rules.reserve` multiplies the hunger and thirst limits (food and drink last that
+    many times as long); a sleeper rests and recovers `rules.rest_boost` times as fast.
     """
     alive = agents.status == C.ALIVE
     sleeping = agents.sleeping
     stats, counters = agents.stats, agents.counters
     tick = jnp.where(sleeping, C.HALF // 2, C.HALF)
-    reserve = 1 if reserve is None else reserve
-    boost = 1 if sheltered is None else jnp.where(sheltered, C.SHELTER_RECOVERY_FACTOR, 1)
+    reserve = 1 if rules.reserve is None else rules.reserve
+    boost = 1 if rules.rest_boost is None else rules.rest_boost
 
     hunger = counters[:, C.HUNGER] + tick
     hungry = hunger > C.HUNGER_LIMIT * reserve

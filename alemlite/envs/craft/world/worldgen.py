@@ -9,6 +9,8 @@ On top of Crafter's recipe, every world guarantees what a team needs first: a gr
 disc of radius 3.7 around the start holds the agents (in a 3x3 block), and a tree, a
 water tile and a stone tile sit 3 tiles from the centre in three distinct compass
 directions, each next to the disc, so all three are reachable from every agent.
+Generation runs in two halves, `lay_terrain` then `populate`, so that a layer may add to
+the terrain before the mobs are placed.
 
 Frequencies (share of all tiles, mean over 64 worlds of 48x48): grass 45 %, water
 20 %, stone 15 %, path 7 %, sand 6 %, tree 5 %, coal 1.3 %, iron 0.4 %, lava 0.6 %,
@@ -18,21 +20,20 @@ diamond 0.05 %. `tests/test_craft_worldgen.py` asserts coal in 0.5-3 %, iron in
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
-from alemlite.envs.craft.coordination import construction, elites
-from alemlite.envs.craft.coordination.tasks import lay_tasks
 from alemlite.envs.craft.world.randomness import draw_uniforms
 from alemlite.envs.craft.world.state import (
     ArrowState,
     CraftState,
     MobState,
     PlantState,
-    empty_coordination,
     fresh_agents,
 )
 
@@ -181,8 +182,16 @@ def sample_spawn_positions(
     return chosen.astype(jnp.int32), found
 
 
-def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
-    """A fresh world with agents at the start and cows and skeletons placed."""
+class Terrain(NamedTuple):
+    """A generated map before the world places its agents and mobs."""
+
+    material: jax.Array  # (S, S) uint8
+    centre: jax.Array  # (2,) int32, the middle of the start
+    draws: dict[str, jax.Array]  # the generator's uniforms (mob placement among them)
+
+
+def lay_terrain(key: jax.Array, config: CraftConfig) -> Terrain:
+    """The material grid around a random start, with the essentials stamped in."""
     size = config.map_size
     draws = draw_uniforms(
         key,
@@ -197,13 +206,15 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
     spread = max(size // 8, 1)
     centre = size // 2 - spread + jnp.floor(draws["centre"] * (2 * spread + 1)).astype(jnp.int32)
     material = terrain(draws, size, centre)
-    material = stamp_essentials(draws["compass"], material, centre)
-    # The coordination layer draws from keys of its own: the base world stays as it is.
-    if config.has_construction:
-        material, sites = construction.lay_sites(
-            jax.random.fold_in(key, 3), config, material, centre
-        )
+    return Terrain(stamp_essentials(draws["compass"], material, centre), centre, draws)
 
+
+def populate(config: CraftConfig, terrain: Terrain, coordination: Any) -> CraftState:
+    """A fresh world on `terrain`: agents at the start, cows and skeletons placed.
+
+    `coordination` is the layer's state, which the world carries untouched.
+    """
+    material, centre, draws = terrain
     mob_kinds = config.mob_kinds()
     cow_position, cow_found = sample_spawn_positions(
         draws["cows"], material, jnp.asarray(C.material_set(C.GRASS)), centre, 3
@@ -220,23 +231,6 @@ def generate_world(key: jax.Array, config: CraftConfig) -> CraftState:
     mob_health = jnp.asarray(
         np.array([C.ZOMBIE_HEALTH, C.SKELETON_HEALTH, C.COW_HEALTH])[mob_kinds], jnp.int32
     )
-
-    coordination = (
-        lay_tasks(jax.random.fold_in(key, 1), config, material)
-        if config.has_tasks
-        else empty_coordination(config)
-    )
-    if config.has_elites:
-        elite_draws = jax.random.uniform(
-            jax.random.fold_in(key, 2), (config.num_mobs, elites.RANDOM_DRAWS)
-        )
-        mob_elite, mob_health = elites.refill(
-            config, coordination.mob_elite, mob_health, alive, elite_draws
-        )
-        coordination = coordination.replace(mob_elite=mob_elite)
-    if config.has_construction:
-        coordination = coordination.replace(sites=sites)
-
     agent_position = centre[None, :] + jnp.asarray(START_OFFSETS[: config.num_agents])
     return CraftState(
         map=material,
