@@ -32,6 +32,7 @@ MAIN_CONFIGS = {
     "training_speed": "benchmarks.training_speed:TrainingSpeedConfig",
     "marl_dining": "benchmarks.marl_dining:MarlDiningConfig",
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
+    "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "coordination_study": "benchmarks.study.config:StudyConfig",
 }
 
