@@ -85,7 +85,15 @@ def stop_at_first_checkpoint(run_dir: Path, stop: signal.Signals, xla_cache: Pat
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }
-    command = [sys.executable, "-m", "alemlite_app.cli", "train", *FLAGS, "--out", str(run_dir)]
+    # A terminal delivers Ctrl-C to the command; a test started from a background job
+    # inherits an ignored SIGINT, which Python would keep, so the child restores its handler.
+    command = [
+        sys.executable,
+        "-c",
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv[0] = 'alemlite'; runpy.run_module('alemlite_app.cli', run_name='__main__')",
+        *("train", *FLAGS, "--out", str(run_dir)),
+    ]
     process = subprocess.Popen(
         command, cwd=REPO, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -129,11 +137,10 @@ def stopped_runs(tmp_path_factory) -> dict[signal.Signals, Future]:
         }
 
 
-def stopped_run(run_dir: Path, stop: signal.Signals, xla_cache: Path, tries: int = 6) -> StoppedRun:
+def stopped_run(run_dir: Path, stop: signal.Signals, xla_cache: Path, tries: int = 3) -> StoppedRun:
     """A run stopped at its first checkpoint. Python drops a Ctrl-C that lands in a garbage
-    collection callback ("Exception ignored in ..."), and on a loaded machine the signal may
-    come after the tiny run's last update: the run then simply finishes, that start is
-    thrown away and the run started again, as a person would press Ctrl-C again."""
+    collection callback ("Exception ignored in ..."), and the tiny run then simply finishes:
+    that start is thrown away and the run started again, as a person would press Ctrl-C."""
     for _ in range(tries):
         stopped = stop_at_first_checkpoint(run_dir, stop, xla_cache)
         if not (stop == signal.SIGINT and stopped.returncode == 0):
