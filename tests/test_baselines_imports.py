@@ -8,11 +8,12 @@ body. A cycle hidden behind a lazy import is still a cycle of the design.
 from __future__ import annotations
 
 import ast
-import graphlib
 import itertools
 from pathlib import Path
 
 import pytest
+
+from tests.test_layers import find_cycle
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "baselines"
@@ -48,15 +49,6 @@ def import_graph() -> dict[str, set[str]]:
     modules = baselines_modules()
     known = set(modules)
     return {name: imported_modules(path, known) - {name} for name, path in modules.items()}
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str]:
-    """One import cycle `a -> b -> ... -> a` of `graph` (module -> modules it imports), or []."""
-    try:
-        tuple(graphlib.TopologicalSorter(graph).static_order())
-    except graphlib.CycleError as error:
-        return list(reversed(error.args[1]))  # graphlib lists it against the import arrows
-    return []
 
 
 def test_config_imports_nothing_from_baselines():

@@ -76,6 +76,13 @@ def layer_violations(root: Path) -> list[str]:
     return violations
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """A scratch project: relative path -> source text."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def test_every_package_imports_only_the_layers_below_it():
     violations = layer_violations(ROOT)
     assert not violations, "imports against the layers:\n" + "\n".join(violations)
@@ -100,9 +107,7 @@ def test_the_layer_check_sees_every_form_of_import(tmp_path: Path):
         "alemlite_app/cli.py": "import benchmarks.harness, tests\nimport numpy\n",
         "tests/test_x.py": "import alemlite_app.cli\nfrom tests.llm_server import ChatServer\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
 
     assert sorted(layer_violations(tmp_path)) == [
         "alemlite/__init__.py imports baselines.ippo (alemlite may not)",
@@ -163,9 +168,7 @@ def test_the_environment_check_sees_names_and_strings(tmp_path: Path):
         "llm_bridge/agents.py": "NAME = f'alemlite.envs.{name}.policies'\n",
         "benchmarks/peers.py": "from alemlite.envs.craft.env import CraftEnv\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     assert environment_imports(tmp_path) == [
         "alemlite/envs/matrix/env.py imports alemlite.envs.dining.max_meals",
         "baselines/train.py imports alemlite.envs.craft",
@@ -212,6 +215,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle `a -> b -> ... -> a` of `graph` (module -> modules it imports), or []."""
     try:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as error:
@@ -232,8 +236,6 @@ def test_the_cycle_check_sees_a_cycle(tmp_path: Path):
         "alemlite/c.py": "import alemlite.a\n",
         "baselines/__init__.py": "REGISTRY = {'a': 'alemlite.a:thing'}\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     cycle = find_cycle(import_graph(tmp_path))
     assert set(cycle) == {"alemlite.a", "alemlite.b", "alemlite.c"} and cycle[0] == cycle[-1]
