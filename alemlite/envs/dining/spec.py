@@ -13,6 +13,7 @@ from alemlite.core.spec import Curriculum, EnvOptions, EnvSpec, fixed
 from alemlite.envs.dining.config import DiningConfig
 from alemlite.envs.dining.env import DiningEnv
 from alemlite.envs.dining.policies import DINING_POLICIES
+from alemlite.envs.dining.render import render_rgb
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ SPEC = EnvSpec(
     ),
     prompts=_prompts,
     prompt_defaults=PromptOptions(variant="default", history=5),
+    render_rgb=render_rgb,
     render_text=render_text,
     small_options={"num_agents": 3, "max_steps": 6},
     curriculum=Curriculum(
