@@ -1,0 +1,81 @@
+"""`alemlite view RUN_DIR`: an LLM run's episodes as self-contained HTML pages.
+
+Each episode is replayed from the run's transcript (`replay`: the header's environment, the
+episode's seed, the recorded joint actions; checked against the run's own numbers) and
+written as one page (`page`) with a step slider, the environment drawn at every step (its
+spec's `render_rgb` as PNG, else `render_text`) and, for every seat, its prompt, reasoning,
+reply, parsed action and reward, parse failures and cut-off answers marked. An index page
+lists the episodes with their scores. Pages need no server: open `index.html` from disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+from tyro.conf import Positional
+
+from alemlite.core.errors import require
+from llm_bridge.viewer.page import (
+    episode_data,
+    episode_page,
+    index_page,
+    png_data_uri,
+    write_page,
+)
+from llm_bridge.viewer.records import read_run
+from llm_bridge.viewer.replay import Replayer, check_means
+
+
+@dataclass(frozen=True)
+class ViewConfig:
+    """Write one HTML page per episode of an LLM run (the --out folder of alemlite eval-llm)
+    and an index of them; open index.html in a browser, no server needed."""
+
+    run_dir: Positional[Path]
+    """the run folder: its transcript.jsonl (and summary.json)"""
+    out: Path | None = None
+    """the folder of the pages (default: RUN_DIR/view)"""
+    frame_px: int = 256
+    """the longest side of a drawn frame in the pages, in pixels (larger frames are shrunk by
+    a whole factor; the page scales them up crisply)"""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        require(self.frame_px >= 16, f"frame_px={self.frame_px} must be at least 16")
+        require(
+            self.out is None or not self.out.is_file(), f"out={self.out} is a file; give a folder"
+        )
+
+
+def view(config: ViewConfig) -> Path:
+    """Replay every episode of the run, write its page and the index; return the index's path."""
+    records = read_run(config.run_dir)
+    require(
+        bool(records.steps),
+        f"run_dir={config.run_dir}: the transcript has no step yet; nothing to show",
+    )
+    replayer = Replayer(records, lambda frame: png_data_uri(frame, config.frame_px))
+    out = config.run_dir / "view" if config.out is None else config.out
+    out.mkdir(parents=True, exist_ok=True)
+    names = replayer.env.action_names
+    rows, episodes = [], []
+    bar = tqdm(total=len(records.episode_ids), unit="ep", desc="pages", disable=not config.progress)
+    for episode in replayer.episodes():
+        name = f"episode-{episode.episode:04d}.html"
+        data = episode_data(records, episode, names, replayer.draws)
+        rows.append((episode, name, write_page(out / name, episode_page(data))))
+        episodes.append(episode)
+        bar.update()
+    bar.close()
+    check_means(records, episodes)
+    headline = [m for m in (*replayer.spec.metrics, "episode_return") if m in episodes[0].metrics]
+    index = out / "index.html"
+    write_page(index, index_page(records, rows, headline))
+    sizes = sorted(size for _, _, size in rows)
+    print(
+        f"wrote {len(rows)} episode pages and {index} (a page is about "
+        f"{sizes[len(sizes) // 2] / 1024:.0f} KiB); open it in a browser"
+    )
+    return index
