@@ -38,6 +38,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("eval",): "alemlite_app.evaluate:evaluate",
     ("eval-llm",): "alemlite_app.evaluate:evaluate_llm",
     ("compare",): "llm_bridge.compare:compare_command",
+    ("merge",): "llm_bridge.shards:merge_command",
     ("bench",): "benchmarks.bench.throughput:run",
     ("bench", "policies"): "benchmarks.bench.policies:run",
     ("bench", "prompts"): "benchmarks.bench.prompts:run",
@@ -45,7 +46,6 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
     ("render",): "alemlite_app.render:render",
-    ("view",): "llm_bridge.viewer:view",
 }
 
 

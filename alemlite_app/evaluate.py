@@ -6,6 +6,8 @@ without an `llm` seat is evaluated in the compiled path (`alemlite.evaluation.ev
 and written as a report (`alemlite.report`); a team with one runs the LLM bridge
 (`llm_bridge.sweep`), which writes a run folder (transcript and summary). Both follow the
 seed protocol: episode i plays seed + i, so their numbers compare (`alemlite compare`).
+With `--shard I/N` either plays only block I of N of the episodes, on their own seeds, and
+`alemlite merge` joins the shards into the unsharded run's result (`llm_bridge.shards`).
 
 The two commands differ only in the team they play when `--team` is not given:
 `eval` the environment's default policy, `eval-llm` the model in every seat.
@@ -29,6 +31,7 @@ from alemlite.evaluation import evaluate as evaluate_policy
 from alemlite.report import format_table, report_path, write_report
 from baselines.seats import Seat, parse_seat, team_policy, team_seats
 from llm_bridge.options import LLMOptions, PromptSwitches
+from llm_bridge.shards import Shard, parse_shard
 
 REPORTS = Path("runs/eval")
 """Where a team without language models writes its report unless `--out` says otherwise."""
@@ -64,6 +67,9 @@ class EvalConfig:
         default_factory=PromptSwitches
     )
     """what language models are shown (llm seats only)"""
+    shard: str | None = None
+    """I/N: play only block I (1 to N) of N equal blocks of the episodes, each on its own seed
+    as in the whole run, into this run's --out; `alemlite merge` joins the N shards"""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", resolve_options(self.env, self.options))
@@ -75,6 +81,8 @@ class EvalConfig:
         )
         for spec in self.team:
             parse_seat(spec)
+        if self.shard is not None:
+            parse_shard(self.shard, self.episodes)
         require(
             self.out is None or not self.out.is_file(),
             f"out={self.out} is a file; give a folder",
@@ -103,7 +111,7 @@ def _evaluate(config: EvalConfig, default_team: str) -> dict[str, Any]:
         out = LLM_RUN if config.out is None else config.out
         return run_sweep(
             env_spec, config.options, team, config.llm, config.prompt, config.episodes,
-            config.seed, out,
+            config.seed, out, _shard(config),
         )  # fmt: skip
     return _compiled(config, env_spec, team)
 
@@ -117,8 +125,10 @@ def _compiled(config: EvalConfig, env_spec: EnvSpec, team: tuple[str, ...]) -> d
     )
     env = env_spec.build(config.options)
     seats = team_seats(team, env.num_agents)
+    shard = _shard(config)
+    played = range(config.episodes) if shard is None else shard.episodes(config.episodes)
     episodes = evaluate_policy(
-        env, team_policy(env, seats), env.default_params, config.episodes, config.seed
+        env, team_policy(env, seats), env.default_params, len(played), config.seed + played.start
     )
     # The environment's headline metrics first, in its order.
     order = [name for name in env_spec.metrics if name in episodes]
@@ -127,16 +137,23 @@ def _compiled(config: EvalConfig, env_spec: EnvSpec, team: tuple[str, ...]) -> d
         "env": config.env,
         "options": dataclasses.asdict(config.options),
         "team": [f"{seat.kind}:{seat.name}" for seat in seats],
-        "episodes": config.episodes,
+        "episodes": len(played),
         "seed": config.seed,
     }
     label = f"{config.env}_{config.options.label()}_{_team_label(seats)}"
+    if shard is not None:  # the merged report takes the unsharded run's name and settings
+        settings.update(first_episode=played.start, shard=shard.describe(config.episodes))
+        label += f"_{shard.label}"
     path = report_path(REPORTS if config.out is None else config.out, label, settings)
     summary = write_report(path, settings, episodes)
     names = ", ".join(dict.fromkeys(seat.name for seat in seats))
     print(format_table(summary, f"{config.env} {config.options.describe()}, team={names}"))
     print(f"\nwrote {path}")
     return summary
+
+
+def _shard(config: EvalConfig) -> Shard | None:
+    return None if config.shard is None else parse_shard(config.shard, config.episodes)
 
 
 def _team_label(seats: tuple[Seat, ...]) -> str:

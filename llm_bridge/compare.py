@@ -145,10 +145,12 @@ def settings(config: Mapping[str, Any]) -> dict[str, Any]:
     """What makes a result's episodes what they are: its environment, each of the
     environment's options by name, and the base seed of the protocol (episode i plays
     seed + i). The team is what a comparison compares, and the number of episodes is no
-    setting either: unequal samples compare, and each metric reports its n. Numbers typed
+    setting either: unequal samples compare, and each metric reports its n. A shard
+    (`--shard`) plays from its first episode's seed on, which is its seed here. Numbers typed
     differently (a difficulty of "0.5" and "0.50") are one value."""
     recorded = {"env": config.get("env"), **dict(config.get("options") or {})}
-    recorded["seed"] = config.get("seed")
+    seed = config.get("seed")
+    recorded["seed"] = None if seed is None else seed + config.get("first_episode", 0)
     return {name: _number_or_text(value) for name, value in recorded.items() if value is not None}
 
 

@@ -84,9 +84,13 @@ class RunConfig:
     output_price_per_mtok: float = 0.0
     max_failed_fraction: float = 0.01
     """the most LLM turns (as a share) that may fail, after retries, in a valid run"""
+    first_episode: int = 0
+    """the id of the first episode played: a shard of a larger run plays episodes
+    first_episode .. first_episode + episodes - 1 (episode i on seed + i) and records them so"""
 
     def __post_init__(self) -> None:
         require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        require(self.first_episode >= 0, f"first_episode={self.first_episode} must be 0 or more")
         require(
             0.0 <= self.max_failed_fraction <= 1.0,
             f"max_failed_fraction={self.max_failed_fraction} must lie in [0, 1]",
@@ -286,6 +290,7 @@ class EvaluationRun:
             "prompt": dataclasses.asdict(options),
             "episodes": config.episodes,
             "seed": config.seed,
+            **({"first_episode": config.first_episode} if config.first_episode else {}),
         }
 
     # ---- prompts ------------------------------------------------------------------
@@ -321,7 +326,7 @@ class EvaluationRun:
         chat = self._chat(user_text, episode, seat)
         # An answer is reused only for the very prompt it answered: after a failed turn is
         # asked again, the rest of its episode may go another way and ask other prompts.
-        key = (episode, step, seat, prompt_digest(chat[1:]))
+        key = (self.config.first_episode + episode, step, seat, prompt_digest(chat[1:]))
         completion = self._transcript.cached.get(key)
         reused = completion is not None
         if not reused:
@@ -331,7 +336,7 @@ class EvaluationRun:
             self._transcript.write(
                 {
                     "type": "turn",
-                    "episode": episode,
+                    "episode": self.config.first_episode + episode,
                     "step": step,
                     "seat": seat,
                     "model": self.team[seat].name,
@@ -429,7 +434,8 @@ class EvaluationRun:
         self._parse_failed = np.zeros((num_episodes, num_seats), bool)
         messages = np.full((num_episodes, num_seats), "", dtype=object)
 
-        state, play_keys = program.reset(episode_keys(self.config.seed, num_episodes))
+        first_seed = self.config.seed + self.config.first_episode
+        state, play_keys = program.reset(episode_keys(first_seed, num_episodes))
         done = jnp.zeros(num_episodes, bool)
         episode_return = jnp.zeros((num_episodes, num_seats), jnp.float32)
         length = jnp.zeros(num_episodes, jnp.int32)
@@ -445,7 +451,7 @@ class EvaluationRun:
             )
             if step > 0:
                 played = {
-                    "live": np.flatnonzero(~was_done).tolist(),
+                    "live": (np.flatnonzero(~was_done) + self.config.first_episode).tolist(),
                     "actions": host_actions[~was_done].tolist(),
                 }
                 # A resumed run that asked a failed turn again may have played it otherwise.

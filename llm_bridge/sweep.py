@@ -15,6 +15,7 @@ from alemlite.core.spec import EnvOptions, EnvSpec
 from llm_bridge.agents import build_team
 from llm_bridge.options import LLMOptions, PromptSwitches
 from llm_bridge.runner import InvalidRun, RunConfig, run_evaluation
+from llm_bridge.shards import Shard
 
 
 def env_with_prompts(env_spec: EnvSpec, options: EnvOptions) -> tuple[Any, PromptBuilder]:
@@ -38,34 +39,42 @@ def run_sweep(
     episodes: int,
     seed: int,
     out: Path,
+    shard: Shard | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Evaluate `team` (the specs of `--team`) once per ablation (`base` alone without a
-    sweep); returns each run's report by ablation. A sweep writes run `NAME` into `out/NAME`."""
+    sweep); returns each run's report by ablation. A sweep writes run `NAME` into `out/NAME`.
+    A `shard` plays only its block of the `episodes` (`llm_bridge.shards`)."""
     env, builder = env_with_prompts(env_spec, options)
+    played = range(episodes) if shard is None else shard.episodes(episodes)
     sweep = prompt.ablation or ("base",)
     reports = {}
     for ablation in sweep:
         agents = build_team(team, env, llm.make_backend)
         run_config = RunConfig(
-            episodes=episodes,
+            episodes=len(played),
             seed=seed,
+            first_episode=played.start,
             out=out / ablation if prompt.ablation else out,
             resume=llm.resume,
             progress=llm.progress,
             input_price_per_mtok=llm.input_price_per_mtok,
             output_price_per_mtok=llm.output_price_per_mtok,
             max_failed_fraction=llm.max_failed_fraction,
+            constrained=llm.constrained,
+            observation=prompt.observation,
         )
         describe = {
             "options": dataclasses.asdict(options),
             **llm.describe(),
             "ablation": ablation,
+            **({} if shard is None else {"shard": shard.describe(episodes)}),
         }
         prompt_options = prompt.prompt_options(env_spec.prompt_defaults, ablation)
         try:
             report = run_evaluation(
-                env, builder, agents, prompt_options, run_config, describe=describe
-            )
+                env, builder, agents, prompt_options, run_config, describe=describe,
+                render_agent=env_spec.render_agent_rgb,
+            )  # fmt: skip
         except InvalidRun as error:
             print(error.report["table"])  # what was counted; the command then fails in one line
             raise
