@@ -46,6 +46,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
     ("render",): "alemlite_app.render:render",
+    ("view",): "llm_bridge.viewer:view",
 }
 
 
