@@ -15,6 +15,7 @@ from typing import Any, Literal
 from alemlite.core.errors import require
 from alemlite.core.prompting import PromptOptions
 from llm_bridge.clients.base import Backend
+from llm_bridge.images import OBSERVATIONS, Observation
 
 # Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -40,6 +41,11 @@ class LLMOptions:
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 256
+    """the token budget of one reply, reasoning included; replies it cuts off are counted"""
+    constrained: bool = False
+    """ask the server to answer with one of the legal action names (vLLM guided_choice, else
+    a JSON schema, else free text, as the server accepts); replies are then the action alone,
+    without messages or scratchpad notes"""
     model_seed: int | None = None
     """sampling seed sent to the server with every request (the transformers backend seeds
     each generated batch with it)"""
@@ -138,6 +144,9 @@ class PromptSwitches:
     communication: bool = True
     scratchpad: bool = False
     parse_feedback: bool = True
+    observation: Observation = "text"
+    """text: the observation in words; image: the agent's view as a picture (vision-language
+    models; environments that draw one); both: the words, then the picture"""
     ablation: tuple[str, ...] = ()
     """sweep, one run per name, each in OUT/NAME: base, no-history, no-comm, cot, scratchpad,
     no-feedback, variant=NAME"""
@@ -146,6 +155,10 @@ class PromptSwitches:
         require(
             self.history is None or self.history >= 0,
             f"history={self.history} must be 0 or more",
+        )
+        require(
+            self.observation in OBSERVATIONS,
+            f"observation={self.observation!r} must be one of: {', '.join(OBSERVATIONS)}",
         )
         for ablation in self.ablation:
             require(

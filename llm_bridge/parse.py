@@ -14,7 +14,12 @@ Actions are found by four rules, in order:
 Rules 1, 2 and 4 read names case-insensitively, with spaces or hyphens standing for
 underscores ("grab left"); an action number also works in 1 and 2. Thoughts, messages
 and scratchpad notes are never searched for the action. Anything else becomes the
-no-op and counts as a parse failure.
+no-op and counts as a parse failure. A constrained reply (the bare action name, or
+`{"action": NAME}` from a JSON schema) is read by rule 3.
+
+`split_reasoning` separates a reasoning model's thoughts from its answer before parsing:
+`<think>...</think>` blocks, one left open when the token budget cut the reply off, and
+the thoughts before a lone `</think>` (templates that open the block in the prompt).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ DEFAULT_FUZZY_THRESHOLD = 0.8
 _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.I | re.S)
 _ACTION_LINE = re.compile(r"^[\s*#>-]*action\s*[:=]\s*(.+?)\s*$", re.I | re.M)
 _THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.I | re.S)
+_THOUGHT = re.compile(r"<think>(.*?)(?:</think>|$)", re.I | re.S)
+_OPEN, _CLOSE = re.compile(r"<think>", re.I), re.compile(r"</think>", re.I)
+_STRAY_TAG = re.compile(r"</?think>", re.I)
 # Text the action search ignores: thoughts, and the free text of messages and notes.
 _NOT_AN_ANSWER = re.compile(r"<(think|message|scratchpad)>.*?(</\1>|$)", re.I | re.S)
 _MESSAGE_TAG = re.compile(r"<message>(.*?)(?:</message>|$)", re.I | re.S)
@@ -135,3 +143,19 @@ class ActionParser:
 def _last_block(pattern: re.Pattern[str], reply: str, max_chars: int) -> str:
     blocks = pattern.findall(_THINK_BLOCK.sub(" ", reply))
     return sanitize_message(blocks[-1], max_chars) if blocks else ""
+
+
+def split_reasoning(text: str) -> tuple[str | None, str]:
+    """`(reasoning, answer)` of a reply: the thoughts (None if it has none), verbatim but
+    for the tags and surrounding blank space, and the rest, which alone is parsed."""
+    thoughts = []
+    close, opened = _CLOSE.search(text), _OPEN.search(text)
+    if close and (opened is None or close.start() < opened.start()):
+        thoughts.append(text[: close.start()])
+        text = text[close.end() :]
+    thoughts += _THOUGHT.findall(text)
+    # Stray tags go too, so that splitting an answer again finds nothing (a resumed run
+    # reads the answer back from the transcript and splits it again).
+    answer = _STRAY_TAG.sub(" ", _THOUGHT.sub(" ", text)).strip()
+    reasoning = "\n".join(thought.strip() for thought in thoughts).strip()
+    return (reasoning or None), answer

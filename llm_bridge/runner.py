@@ -12,6 +12,21 @@ same configuration and output folder resumes: answered responses already in the
 transcript are reused (never asked again) where the replay asks the same prompt, failed
 requests are asked again, and the rest of the run continues from there.
 
+Reasoning models: a reply's thoughts (the server's reasoning field, or `<think>` blocks in
+the text) are split from its answer (`llm_bridge.parse.split_reasoning`); the transcript
+keeps both, only the answer is parsed. Replies cut off by the token budget
+(`--max-tokens`, finish reason "length") and replies with thoughts but no parseable answer
+are counted (`usage.cut_off`, `usage.empty_answers`); the latter play the no-op, as every
+unparsed reply does.
+
+Constrained mode (`RunConfig.constrained`) asks the server to answer with one of the
+agent's legal action names (see `llm_bridge.clients.openai_backend`); the reply is then
+the action alone, so agents send no messages or notes. `usage.mode` says how replies were
+asked. Each agent's chat keeps the run's system prompt and grows as a prefix of itself
+between the history window's block drops (`llm_bridge.history`), so that servers' prefix
+caches hit. With image observations (`RunConfig.observation`), each user message carries
+the agent's view drawn by the environment's spec (`render_agent_rgb`) as a PNG.
+
 A run is valid only if at most `max_failed_fraction` of its LLM turns failed (their
 agents did the no-op). A run past it writes its summary with `"valid": false` and the
 reason, and raises `InvalidRun`; once the failures so far exceed that share of the most
@@ -26,8 +41,8 @@ import json
 import math
 import sys
 import time
-from collections import Counter, OrderedDict, deque
-from collections.abc import Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,8 +60,10 @@ from alemlite.folder_lock import hold_folder
 from alemlite.report import fingerprint, format_table
 from alemlite.stats import summarise
 from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
-from llm_bridge.clients.base import ChatMessages, Completion
-from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply
+from llm_bridge.clients.base import OUTPUT_MODES, ChatMessages, Completion
+from llm_bridge.history import History
+from llm_bridge.images import OBSERVATIONS, Observation, user_content
+from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply, split_reasoning
 from llm_bridge.transcripts import (
     Transcript,
     prompt_digest,
@@ -55,6 +72,12 @@ from llm_bridge.transcripts import (
 )
 
 RUN_FILES = ("transcript.jsonl", "transcript.jsonl.torn", "summary.json", "summary.txt")
+CONSTRAINED_NOTE = (
+    "In this run the model server restricts each reply to one of the legal action names: "
+    "answer with the action alone, without tags or messages."
+)
+# render_agent_rgb(env, state, params, agent) -> (H, W, 3) uint8, jittable (the env's spec)
+AgentRenderer = Callable[[Environment, Any, Any, Any], Any]
 
 
 class InvalidRun(ConfigError):
@@ -84,12 +107,20 @@ class RunConfig:
     output_price_per_mtok: float = 0.0
     max_failed_fraction: float = 0.01
     """the most LLM turns (as a share) that may fail, after retries, in a valid run"""
+    constrained: bool = False
+    """ask the server to choose among the legal action names (the reply is the action alone)"""
+    observation: Observation = "text"
+    """what each agent is shown: the observation text, its view as an image, or both"""
     first_episode: int = 0
     """the id of the first episode played: a shard of a larger run plays episodes
     first_episode .. first_episode + episodes - 1 (episode i on seed + i) and records them so"""
 
     def __post_init__(self) -> None:
         require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
+        require(
+            self.observation in OBSERVATIONS,
+            f"observation={self.observation!r} must be one of: {', '.join(OBSERVATIONS)}",
+        )
         require(self.first_episode >= 0, f"first_episode={self.first_episode} must be 0 or more")
         require(
             0.0 <= self.max_failed_fraction <= 1.0,
@@ -104,8 +135,9 @@ class RunConfig:
 class _Turn:
     episode: int
     seat: int
-    user_text: str
+    user_content: Any  # the user message's content: text, or text and image parts
     completion: Completion
+    reasoning: str | None
     reply: ParsedReply
 
 
@@ -121,6 +153,9 @@ class _Usage:
     completion_tokens: np.ndarray = dataclasses.field(init=False)
     latencies: list[float] = dataclasses.field(default_factory=list)
     methods: Counter = dataclasses.field(default_factory=Counter)
+    modes: Counter = dataclasses.field(default_factory=Counter)  # answered turns by mode
+    cut_off: int = 0
+    empty_answers: int = 0
     attempts: int = 0
     reused: int = 0
     last_error: str = ""
@@ -143,6 +178,9 @@ class _Usage:
             self.last_error = completion.error
         else:
             self.latencies.append(completion.latency_s)
+            self.modes[completion.mode] += 1
+            self.cut_off += completion.cut_off
+            self.empty_answers += turn.reasoning is not None and not turn.reply.parsed
 
     def counts(self) -> dict[str, int]:
         """LLM turns: answered, failed (no answer after retries), unparsed (answered, no action)."""
@@ -217,6 +255,16 @@ class _BatchProgram:
         )
 
 
+def _frames_program(env: Environment, params: Any, render: AgentRenderer) -> Callable:
+    """Every agent's view of every episode of the batch: `(B, P, H, W, 3)` uint8."""
+    agents = jnp.arange(env.num_agents)
+
+    def frames(state):
+        return jax.vmap(lambda agent: render(env, state, params, agent))(agents)
+
+    return jax.jit(jax.vmap(frames))
+
+
 # Compiled batch programs, kept for later runs in this process (an ablation sweep, tests):
 # one environment, parameter values and set of policy seats always compile the same.
 _PROGRAMS: OrderedDict[tuple, tuple[Environment, tuple[Agent, ...], _BatchProgram]] = OrderedDict()
@@ -253,6 +301,7 @@ class EvaluationRun:
         params: Any = None,
         describe: dict[str, Any] | None = None,
         noop_action: int = 0,
+        render_agent: AgentRenderer | None = None,
     ):
         require(
             len(team) == env.num_agents,
@@ -264,6 +313,12 @@ class EvaluationRun:
             f"choose one of: {', '.join(renderer.variants)}",
         )
         require(options.history >= 0, f"history={options.history} must be 0 or more")
+        require(
+            config.observation == "text" or render_agent is not None,
+            f"observation={config.observation} must be text for env={env.name}, which draws no "
+            "view of an agent (its spec has no render_agent_rgb); use --observation text",
+        )
+        self.render_agent = render_agent
         self.env = env
         self.params = env.default_params if params is None else params
         self.renderer = renderer
@@ -273,6 +328,8 @@ class EvaluationRun:
         self.noop_action = noop_action
         self.parser = ActionParser(env.action_names, noop_action, renderer.message_chars)
         self.system_prompt = renderer.system_prompt(options)
+        if config.constrained:
+            self.system_prompt += "\n\n" + CONSTRAINED_NOTE
         self.llm_seats = np.array(
             [s for s, agent in enumerate(team) if isinstance(agent, LLMAgent)]
         )
@@ -290,11 +347,13 @@ class EvaluationRun:
             "prompt": dataclasses.asdict(options),
             "episodes": config.episodes,
             "seed": config.seed,
+            "constrained": config.constrained,
+            "observation": config.observation,
             **({"first_episode": config.first_episode} if config.first_episode else {}),
         }
 
     # ---- prompts ------------------------------------------------------------------
-    def _user_text(self, observation: str, episode: int, seat: int) -> str:
+    def _user_content(self, observation: str, episode: int, seat: int, frame: Any) -> Any:
         notes = []
         if self.options.scratchpad:
             notes.append(f"Your scratchpad: {self._scratchpads[episode, seat] or '(empty)'}")
@@ -304,34 +363,43 @@ class EvaluationRun:
                 f"Note: your last reply had no valid action, so {noop} was used. "
                 "Answer with <action>NAME</action>."
             )
-        return "\n".join([observation, *notes])
+        return user_content(self.config.observation, observation, "\n".join(notes), frame)
 
-    def _chat(self, user_text: str, episode: int, seat: int) -> ChatMessages:
-        messages = [{"role": "system", "content": self.system_prompt}]
-        for past_user, past_assistant in self._history[episode][seat]:
-            messages += [
-                {"role": "user", "content": past_user},
-                {"role": "assistant", "content": past_assistant},
-            ]
-        return [*messages, {"role": "user", "content": user_text}]
+    def _chat(self, content: Any, episode: int, seat: int) -> ChatMessages:
+        return [
+            {"role": "system", "content": self.system_prompt},
+            *self._history[episode][seat].messages(),
+            {"role": "user", "content": content},
+        ]
 
     def _assistant_text(self, reply: ParsedReply) -> str:
+        if self.config.constrained:  # as the constrained reply itself: the name alone
+            return self.env.action_names[reply.action]
         text = f"<action>{self.env.action_names[reply.action]}</action>"
         if self.options.communication and reply.message:
             text += f"<message>{reply.message}</message>"
         return text
 
     # ---- one turn -------------------------------------------------------------------
-    async def _turn(self, episode: int, step: int, seat: int, user_text: str) -> _Turn:
-        chat = self._chat(user_text, episode, seat)
+    async def _turn(
+        self, episode: int, step: int, seat: int, content: Any, legal: np.ndarray
+    ) -> _Turn:
+        chat = self._chat(content, episode, seat)
         # An answer is reused only for the very prompt it answered: after a failed turn is
         # asked again, the rest of its episode may go another way and ask other prompts.
         key = (self.config.first_episode + episode, step, seat, prompt_digest(chat[1:]))
         completion = self._transcript.cached.get(key)
         reused = completion is not None
         if not reused:
-            completion = await self.team[seat].backend.complete(chat)
-        turn = _Turn(episode, seat, user_text, completion, self.parser(completion.text))
+            backend = self.team[seat].backend
+            if self.config.constrained:
+                choices = np.asarray(self.env.action_names)[legal.astype(bool)].tolist()
+                completion = await backend.complete(chat, choices=choices)
+            else:
+                completion = await backend.complete(chat)
+        thoughts, answer = split_reasoning(completion.text)
+        reasoning = "\n".join(r for r in (completion.reasoning, thoughts) if r) or None
+        turn = _Turn(episode, seat, content, completion, reasoning, self.parser(answer))
         if not reused:
             self._transcript.write(
                 {
@@ -341,7 +409,10 @@ class EvaluationRun:
                     "seat": seat,
                     "model": self.team[seat].name,
                     "prompt": chat[1:],  # the system prompt is in the header
-                    "reply": completion.text,
+                    "reply": answer,
+                    "reasoning": reasoning,
+                    "cut_off": completion.cut_off,
+                    "mode": completion.mode,
                     "prompt_tokens": completion.prompt_tokens,
                     "completion_tokens": completion.completion_tokens,
                     "latency_s": round(completion.latency_s, 6),
@@ -359,8 +430,7 @@ class EvaluationRun:
     def _remember(self, turns: list[_Turn], step_messages: np.ndarray) -> None:
         for turn in turns:
             episode, seat, reply = turn.episode, turn.seat, turn.reply
-            if self.options.history:
-                self._history[episode][seat].append((turn.user_text, self._assistant_text(reply)))
+            self._history[episode][seat].add(turn.user_content, self._assistant_text(reply))
             if self.options.communication:
                 step_messages[episode, seat] = reply.message
             if self.options.scratchpad and reply.scratchpad:
@@ -393,6 +463,9 @@ class EvaluationRun:
                 backends = list({id(a.backend): a.backend for a in llm_agents}.values())
                 try:
                     for backend in backends:
+                        # Images first: a model that reads none is refused before it loads.
+                        if self.config.observation != "text":
+                            await backend.check_images()
                         await backend.check()
                     episodes, wall_s, stopped_at = await self._play()
                 finally:
@@ -427,9 +500,13 @@ class EvaluationRun:
         host_params = jax.device_get(self.params)
         self._usage = _Usage(num_episodes)
         self._history = [
-            [deque(maxlen=self.options.history) for _ in range(num_seats)]
-            for _ in range(num_episodes)
+            [History(self.options.history) for _ in range(num_seats)] for _ in range(num_episodes)
         ]
+        frames = (
+            None
+            if self.config.observation == "text"
+            else _frames_program(self.env, self.params, self.render_agent)
+        )
         self._scratchpads = np.full((num_episodes, num_seats), "", dtype=object)
         self._parse_failed = np.zeros((num_episodes, num_seats), bool)
         messages = np.full((num_episodes, num_seats), "", dtype=object)
@@ -446,8 +523,10 @@ class EvaluationRun:
         was_done = np.zeros(num_episodes, bool)
         while True:
             # The one device-to-host transfer of this step.
-            host_state, host_done, (host_active, host_mask), host_actions = jax.device_get(
-                (state, done, program.view(state), actions)
+            host_state, host_done, (host_active, host_mask), host_actions, host_frames = (
+                jax.device_get(
+                    (state, done, program.view(state), actions, frames and frames(state))
+                )
             )
             if step > 0:
                 played = {
@@ -461,8 +540,9 @@ class EvaluationRun:
             if host_done.all():
                 break
             turns = await self._ask_all(
-                host_state, host_params, host_done, host_active, host_mask, messages, step
-            )
+                host_state, host_params, host_done, host_active, host_mask, host_frames,
+                messages, step,
+            )  # fmt: skip
             if self._past_failure_budget():
                 bar.close()
                 return None, time.perf_counter() - started, step
@@ -492,22 +572,34 @@ class EvaluationRun:
             self.max_turns is not None and failed > self.config.max_failed_fraction * self.max_turns
         )
 
-    async def _ask_all(self, state, params, done, active, mask, messages, step) -> list[_Turn]:
+    async def _ask_all(
+        self, state, params, done, active, mask, frames, messages, step
+    ) -> list[_Turn]:
         if not self.llm_seats.size:
             return []
         asking = ~done[:, None] & active[:, self.llm_seats]
         episode_index, seat_index = np.nonzero(asking)
         seats = self.llm_seats[seat_index]
         shown = messages if self.options.communication else np.full_like(messages, "")
-        observations = self.renderer.observations(
-            state, params, episode_index, seats, shown, mask, self.options
+        observations = (
+            [""] * len(seats)  # the image alone stands for the observation
+            if self.config.observation == "image"
+            else self.renderer.observations(
+                state, params, episode_index, seats, shown, mask, self.options
+            )
         )
         tasks = [
             asyncio.ensure_future(
-                self._turn(int(e), step, int(s), self._user_text(text, int(e), int(s)))
+                self._turn(
+                    e, step, s,
+                    self._user_content(text, e, s, None if frames is None else frames[e, s]),
+                    mask[e, s],
+                )
             )
-            for e, s, text in zip(episode_index, seats, observations, strict=True)
-        ]
+            for e, s, text in zip(
+                episode_index.tolist(), seats.tolist(), observations, strict=True
+            )
+        ]  # fmt: skip
         try:
             return await asyncio.gather(*tasks)
         except BaseException:
@@ -548,6 +640,11 @@ class EvaluationRun:
             "failed_requests": counts["failed"],
             "parse_rate": float(usage.parsed.sum() / max(turns, 1)),
             "parse_methods": {method: usage.methods[method] for method in PARSE_METHODS},
+            "cut_off": usage.cut_off,
+            "empty_answers": usage.empty_answers,
+            "mode": self._mode(),
+            "modes": {mode: usage.modes[mode] for mode in OUTPUT_MODES if usage.modes[mode]},
+            "observation": self.config.observation,
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "latency_mean_s": float(latencies.mean()),
@@ -596,6 +693,13 @@ class EvaluationRun:
             "table": top + "\n\n" + table,
         }
 
+    def _mode(self) -> str:
+        """How the run's replies were asked: the mode of most answered turns (every one of
+        them unless servers differ, or none answered: then what the run asked for)."""
+        if self._usage.modes:
+            return self._usage.modes.most_common(1)[0][0]
+        return OUTPUT_MODES[0] if self.config.constrained else "free"
+
     def _invalid_reason(self, counts: dict[str, int], stopped_at: int | None) -> str | None:
         limit = self.config.max_failed_fraction
         last = " ".join(self._usage.last_error.split())[:160]
@@ -620,7 +724,9 @@ def _usage_table(totals: dict[str, Any]) -> str:
         [
             f"requests {totals['requests']} (reused {totals['reused_from_transcript']}, "
             f"retries {totals['retries']}, failed {totals['failed_requests']})",
-            f"parse rate {totals['parse_rate']:.3f} ({methods})",
+            f"parse rate {totals['parse_rate']:.3f} ({methods}); cut off by --max-tokens "
+            f"{totals['cut_off']}, empty answers after reasoning {totals['empty_answers']}",
+            f"mode {totals['mode']}, observation {totals['observation']}",
             f"tokens {totals['prompt_tokens']} in / {totals['completion_tokens']} out, "
             f"cost {totals['cost']:.4f}",
             f"latency mean {totals['latency_mean_s']:.3f}s, p50 {totals['latency_p50_s']:.3f}s, "
@@ -642,9 +748,13 @@ def run_evaluation(
     config: RunConfig,
     params: Any = None,
     describe: dict[str, Any] | None = None,
+    render_agent: AgentRenderer | None = None,
 ) -> dict[str, Any]:
-    """Evaluate `team` on `config.episodes` episodes; see `EvaluationRun`.
+    """Evaluate `team` on `config.episodes` episodes; see `EvaluationRun`. `render_agent`
+    (the spec's `render_agent_rgb`) draws agents' views for image observations.
 
     Raises `InvalidRun` (after writing the summary) when too many LLM turns failed.
     """
-    return EvaluationRun(env, renderer, team, options, config, params, describe).run()
+    return EvaluationRun(
+        env, renderer, team, options, config, params, describe, render_agent=render_agent
+    ).run()

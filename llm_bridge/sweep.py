@@ -60,6 +60,8 @@ def run_sweep(
             input_price_per_mtok=llm.input_price_per_mtok,
             output_price_per_mtok=llm.output_price_per_mtok,
             max_failed_fraction=llm.max_failed_fraction,
+            constrained=llm.constrained,
+            observation=prompt.observation,
         )
         describe = {
             "options": dataclasses.asdict(options),
@@ -70,8 +72,9 @@ def run_sweep(
         prompt_options = prompt.prompt_options(env_spec.prompt_defaults, ablation)
         try:
             report = run_evaluation(
-                env, builder, agents, prompt_options, run_config, describe=describe
-            )
+                env, builder, agents, prompt_options, run_config, describe=describe,
+                render_agent=env_spec.render_agent_rgb,
+            )  # fmt: skip
         except InvalidRun as error:
             print(error.report["table"])  # what was counted; the command then fails in one line
             raise

@@ -3,8 +3,10 @@
 Records, one JSON object per line:
 - `header`: the run's fingerprint (what must match to resume), config and system prompts;
 - `turn`:   one request and its response: episode, step, seat, the prompt (without the
-            system prompt, which is in the header), the reply, tokens, latency, attempts,
-            error, the parsed action, parse method and message;
+            system prompt, which is in the header; a content may be a list of text and
+            image parts), the reply (the answer, without its reasoning), the reasoning
+            (null if none), whether the token budget cut it off, how it was asked (mode),
+            tokens, latency, attempts, error, the parsed action, parse method and message;
 - `step`:   one batched environment step: live episodes and every seat's action;
 - `end`:    the summary, when the run finished (or stopped as not valid).
 
@@ -161,6 +163,9 @@ class Transcript:
                 latency_s=record["latency_s"],
                 attempts=record["attempts"],
                 server=record.get("server", ""),
+                reasoning=record["reasoning"],
+                cut_off=record["cut_off"],
+                mode=record["mode"],
             )
         elif kind == "step":
             self.steps[record["step"]] = {"live": record["live"], "actions": record["actions"]}

@@ -120,6 +120,9 @@ class EnvSpec:
     """The prompt switches a run uses unless told otherwise (variant, history, ...)."""
     render_rgb: Callable[[Environment, Any, Any], Any] | None = None
     """`(env, state, params)` -> `(H, W, 3)` uint8 frame, jittable; None: no pictures."""
+    render_agent_rgb: Callable[[Environment, Any, Any, Any], Any] | None = None
+    """`(env, state, params, agent)` -> `(H, W, 3)` uint8 view of one agent, jittable (the
+    image observations of vision-language models); None: no such view."""
     render_text: Callable[[Environment, Any, Any], str] | None = None
     """`(env, state, params)` -> the state in words for a person (host side)."""
     curriculum: Curriculum | None = None

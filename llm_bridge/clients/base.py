@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from alemlite.core.errors import ConfigError
 
-ChatMessages = list[dict[str, str]]
+# OpenAI chat messages: `content` is a string, or a list of content parts (text and images).
+ChatMessages = list[dict[str, Any]]
+
+# How a reply was asked for: the server chose among the legal actions through vLLM's
+# `guided_choice` extension, through a JSON schema (`response_format`), or answered freely.
+OUTPUT_MODES = ("constrained:guided_choice", "constrained:json_schema", "free")
 
 
 class ModelServerError(ConfigError):
@@ -27,6 +33,9 @@ class Completion:
     attempts: int = 1  # 1 + retries
     error: str = ""  # non-empty when every attempt failed; `text` is then ""
     server: str = ""  # which base URL answered
+    reasoning: str | None = None  # the server's separate reasoning part, if it sent one
+    cut_off: bool = False  # the token budget (--max-tokens) ended the reply
+    mode: str = "free"  # one of OUTPUT_MODES
 
     @property
     def failed(self) -> bool:
@@ -43,10 +52,22 @@ class Backend(Protocol):
 
     name: str
 
-    async def complete(self, messages: ChatMessages, seed: int | None = None) -> Completion: ...
+    async def complete(
+        self,
+        messages: ChatMessages,
+        seed: int | None = None,
+        choices: Sequence[str] | None = None,
+    ) -> Completion:
+        """One reply; with `choices` (constrained mode), the backend asks the model to answer
+        with one of them where it can, and says in `Completion.mode` how it asked."""
+        ...
 
     async def check(self) -> None:
         """Raise a clear error if the model cannot be reached at all."""
+        ...
+
+    async def check_images(self) -> None:
+        """Raise a `ConfigError` if the model cannot read images (called in image modes)."""
         ...
 
     async def close(self) -> None: ...

@@ -9,6 +9,13 @@ With a seed, sampling (temperature > 0) is reproducible: each batch draws from t
 generator seeded from the seed and the batch's prompts, so the same seed and the same
 requests, batched alike, give the same replies, while different prompts get different
 draws. The process-wide generator is saved and restored around each batch.
+
+Image observations need a vision-language model: `check_images` refuses a model whose
+config has no vision part, and otherwise loads it with its processor
+(`AutoModelForImageTextToText`, `AutoProcessor`), which reads the OpenAI image parts of
+the chat. Constrained mode is not offered here: the model answers freely (`mode` "free")
+and the parser reads it. A reply that fills `max_new_tokens` without its end token is
+counted as cut off.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +57,22 @@ class HFConfig:
 _SAMPLING = threading.Lock()
 
 
+def _processor_chat(messages: ChatMessages) -> ChatMessages:
+    """OpenAI image parts as a transformers processor's chat template reads them."""
+    return [
+        {**message, "content": [_processor_part(part) for part in message["content"]]}
+        if isinstance(message["content"], list)
+        else message
+        for message in messages
+    ]
+
+
+def _processor_part(part: dict[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "image_url":
+        return {"type": "image", "url": part["image_url"]["url"]}
+    return part
+
+
 def _plain_chat(messages: ChatMessages) -> str:
     """For tokenizers without a chat template: one `role: content` line per message."""
     return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
@@ -58,7 +82,9 @@ class HFBackend:
     def __init__(self, config: HFConfig, model: Any = None, tokenizer: Any = None):
         self.config = config
         self.name = config.model
+        # `tokenizer`: the model's processor (tokenizer and image processor) in image mode.
         self._model, self._tokenizer = model, tokenizer
+        self._images = False  # set by check_images: prompts go through the processor
         self._pending: list[tuple[ChatMessages, int | None, asyncio.Future]] = []
         self._flush_scheduled = False
         self.generate_calls = 0
@@ -66,21 +92,44 @@ class HFBackend:
     def _load(self) -> None:
         if self._model is not None:
             return
-        try:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as error:
-            raise ImportError(
-                'the transformers backend needs the hf extra: pip install -e ".[hf]"'
-            ) from error
-        self._tokenizer = AutoTokenizer.from_pretrained(self.config.model)
-        self._model = AutoModelForCausalLM.from_pretrained(
-            self.config.model, dtype=self.config.dtype
-        ).to(self.config.device)
+        transformers = _transformers()
+        if self._images:
+            self._tokenizer = transformers.AutoProcessor.from_pretrained(self.config.model)
+            loader = transformers.AutoModelForImageTextToText
+        else:
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.config.model)
+            loader = transformers.AutoModelForCausalLM
+        self._model = loader.from_pretrained(self.config.model, dtype=self.config.dtype).to(
+            self.config.device
+        )
 
     async def check(self) -> None:
         await asyncio.to_thread(self._load)
 
-    async def complete(self, messages: ChatMessages, seed: int | None = None) -> Completion:
+    async def check_images(self) -> None:
+        await asyncio.to_thread(self._require_vision)
+
+    def _require_vision(self) -> None:
+        """Refuse a text-only model in image mode, before loading its weights."""
+        config = (
+            self._model.config
+            if self._model is not None
+            else _transformers().AutoConfig.from_pretrained(self.config.model)
+        )
+        require(
+            getattr(config, "vision_config", None) is not None,
+            f"observation=image must be text for the transformers model {self.config.model} "
+            f"({type(config).__name__}), which reads no images (its config has no "
+            "vision_config); use --observation text, or a vision-language model as --model",
+        )
+        self._images = True
+
+    async def complete(
+        self,
+        messages: ChatMessages,
+        seed: int | None = None,
+        choices: Sequence[str] | None = None,
+    ) -> Completion:
         future = asyncio.get_running_loop().create_future()
         self._pending.append((messages, self.config.seed if seed is None else seed, future))
         if not self._flush_scheduled:
@@ -114,17 +163,26 @@ class HFBackend:
         import torch
 
         self._load()
-        tokenizer, model = self._tokenizer, self._model
+        model = self._model
+        tokenizer = getattr(self._tokenizer, "tokenizer", self._tokenizer)  # a processor's own
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        prompts = [
-            tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-            if getattr(tokenizer, "chat_template", None)
-            else _plain_chat(c)
-            for c in conversations
-        ]
-        encoded = tokenizer(prompts, return_tensors="pt", padding=True).to(model.device)
+        if self._images:
+            prompts: list[Any] = [_processor_chat(c) for c in conversations]
+            encoded = self._tokenizer.apply_chat_template(
+                prompts, add_generation_prompt=True, tokenize=True, return_dict=True,
+                return_tensors="pt", padding=True,
+            )  # fmt: skip
+        else:
+            prompts = [
+                tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+                if getattr(tokenizer, "chat_template", None)
+                else _plain_chat(c)
+                for c in conversations
+            ]
+            encoded = tokenizer(prompts, return_tensors="pt", padding=True)
+        encoded = encoded.to(model.device)
         sampling = (
             {"do_sample": True, "temperature": self.config.temperature}
             if self.config.temperature > 0
@@ -144,6 +202,9 @@ class HFBackend:
         texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()
         generated_lengths = (new_tokens != tokenizer.pad_token_id).sum(dim=1).tolist()
+        # Cut off: the budget filled without the end token.
+        full = new_tokens.shape[1] >= self.config.max_new_tokens
+        cut_off = [full and not ended for ended in (new_tokens == tokenizer.eos_token_id).any(1)]
         return [
             Completion(
                 text=text,
@@ -151,9 +212,10 @@ class HFBackend:
                 completion_tokens=int(generated),
                 latency_s=latency,
                 server=f"local:{self.config.device}",
+                cut_off=bool(cut),
             )
-            for text, prompt_tokens, generated in zip(
-                texts, prompt_lengths, generated_lengths, strict=True
+            for text, prompt_tokens, generated, cut in zip(
+                texts, prompt_lengths, generated_lengths, cut_off, strict=True
             )
         ]
 
@@ -161,8 +223,18 @@ class HFBackend:
         pass
 
 
+def _transformers() -> Any:
+    try:
+        import transformers
+    except ImportError as error:
+        raise ImportError(
+            'the transformers backend needs the hf extra: pip install -e ".[hf]"'
+        ) from error
+    return transformers
+
+
 @contextlib.contextmanager
-def _sampling_rng(device: Any, sampling: bool, seed: int | None, prompts: list[str]):
+def _sampling_rng(device: Any, sampling: bool, seed: int | None, prompts: list[Any]):
     """Greedy decoding draws nothing; sampling holds the generator, seeded if asked."""
     if not sampling:
         yield

@@ -9,6 +9,19 @@ whose retries run out comes back as a failed `Completion` for the runner to coun
 for a resumed run to ask again). Any other 4xx (a wrong key, URL or model name, a
 malformed request) is the same for every request, so it raises `ModelServerError`, which
 stops the run at once with the status, URL, model and the server's own words.
+
+Constrained mode (the runner passes the legal action names as `choices`): each server is
+first asked through vLLM's choice extension in `extra_body` (`guided_choice`, and its
+successor `structured_outputs.choice`, which servers that know it read instead), then,
+once it refuses that with a 4xx naming the field, through a JSON schema with an enum of
+the names (`response_format`), then for free text. A server's refusal is remembered for
+the rest of the run, so a refused mode is not tried again every turn; each completion says
+in `mode` how it was asked. A server that silently ignores the extension answers freely,
+which the parser reads as any other reply.
+
+Reasoning models: a separate reasoning part (`message.reasoning_content`, or `reasoning`
+in newer vLLM) comes back in `Completion.reasoning`, and `finish_reason == "length"` (the
+`max_tokens` budget ran out) in `Completion.cut_off`.
 """
 
 from __future__ import annotations
@@ -18,17 +31,26 @@ import contextlib
 import math
 import os
 import random
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 
 from alemlite.core.errors import require
-from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError
+from llm_bridge.clients.base import OUTPUT_MODES, ChatMessages, Completion, ModelServerError
 
 # Statuses worth another attempt (as the openai client's own policy): request timeout,
 # conflict, rate limit, and every 5xx.
 _RETRIED_STATUSES = (408, 409, 429)
+# Words of a refusal that names the constraint field a mode sent (vLLM answers 400 for a
+# feature it does not support; other servers 422 for a field they do not know).
+_MODE_FIELDS = {
+    "constrained:guided_choice": ("guided_choice", "structured_outputs", "guided"),
+    "constrained:json_schema": ("response_format", "json_schema"),
+}
 
 
 class BackendUnreachable(ModelServerError):
@@ -75,6 +97,8 @@ class OpenAIBackend:
         self._in_flight = dict.fromkeys(config.base_urls, 0)
         self._semaphore: asyncio.Semaphore | None = None
         self._next = 0
+        # The constrained mode each server takes: the first it has not refused.
+        self._modes = dict.fromkeys(config.base_urls, OUTPUT_MODES[0])
 
     def _client(self, base_url: str) -> openai.AsyncOpenAI:
         # Built lazily, inside the running event loop that will use it.
@@ -108,7 +132,15 @@ class OpenAIBackend:
             except openai.APIStatusError:
                 pass  # reachable; some servers do not list models
 
-    async def complete(self, messages: ChatMessages, seed: int | None = None) -> Completion:
+    async def check_images(self) -> None:
+        """The server decides: one that cannot read images refuses the first request (4xx)."""
+
+    async def complete(
+        self,
+        messages: ChatMessages,
+        seed: int | None = None,
+        choices: Sequence[str] | None = None,
+    ) -> Completion:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         seed = self.config.seed if seed is None else seed
@@ -119,13 +151,7 @@ class OpenAIBackend:
                 self._in_flight[base_url] += 1
                 started = time.perf_counter()
                 try:
-                    response = await self._client(base_url).chat.completions.create(
-                        model=self.config.model,
-                        messages=messages,
-                        temperature=self.config.temperature,
-                        max_tokens=self.config.max_tokens,
-                        **({"seed": seed} if seed is not None else {}),
-                    )
+                    response, mode = await self._create(base_url, messages, seed, choices)
                 except openai.APIStatusError as error:
                     retried = error.status_code >= 500 or error.status_code in _RETRIED_STATUSES
                     if not retried and error.status_code >= 400:
@@ -142,7 +168,8 @@ class OpenAIBackend:
                         text="", attempts=attempt, error=_describe(error), server=base_url
                     )
                 else:
-                    return _completion(response, time.perf_counter() - started, attempt, base_url)
+                    latency = time.perf_counter() - started
+                    return _completion(response, latency, attempt, base_url, mode)
                 finally:
                     self._in_flight[base_url] -= 1
             last_error = _describe(failure)
@@ -151,6 +178,45 @@ class OpenAIBackend:
                 await asyncio.sleep(self._backoff(attempt, failure))
         return Completion(
             text="", attempts=self.config.max_retries + 1, error=f"retries exhausted: {last_error}"
+        )
+
+    async def _create(
+        self,
+        base_url: str,
+        messages: ChatMessages,
+        seed: int | None,
+        choices: Sequence[str] | None,
+    ) -> tuple[Any, str]:
+        """The server's response and the mode it was asked in, stepping down the constrained
+        modes this server refuses (a refusal is no failed attempt: nothing was answered)."""
+        while True:
+            mode = self._modes[base_url] if choices else "free"
+            try:
+                response = await self._client(base_url).chat.completions.create(
+                    model=self.config.model,
+                    messages=messages,
+                    temperature=self.config.temperature,
+                    max_tokens=self.config.max_tokens,
+                    **({"seed": seed} if seed is not None else {}),
+                    **_constraint(mode, choices or ()),
+                )
+            except openai.APIStatusError as error:
+                if not _refuses_mode(error, mode):
+                    raise
+                self._step_down(base_url, mode, error)
+                continue
+            return response, mode
+
+    def _step_down(self, base_url: str, refused: str, error: openai.APIStatusError) -> None:
+        if self._modes[base_url] != refused:
+            return  # a concurrent request already stepped down past it
+        following = OUTPUT_MODES[OUTPUT_MODES.index(refused) + 1]
+        self._modes[base_url] = following
+        print(
+            f"note: {base_url} refused {refused} ({error.status_code}: "
+            f"{_server_message(error)[:120]}); asking it {following} from now on",
+            file=sys.stderr,
+            flush=True,
         )
 
     def _refused(self, error: openai.APIStatusError) -> ModelServerError:
@@ -194,10 +260,43 @@ def _server_message(error: openai.APIStatusError) -> str:
     return " ".join(text.split())[:300] or "(no message)"
 
 
-def _completion(response, latency_s: float, attempts: int, server: str) -> Completion:
+def _constraint(mode: str, choices: Sequence[str]) -> dict[str, Any]:
+    """The request fields that restrict the reply to one of `choices` in `mode`."""
+    names = list(choices)
+    if mode == "constrained:guided_choice":
+        return {"extra_body": {"guided_choice": names, "structured_outputs": {"choice": names}}}
+    if mode == "constrained:json_schema":
+        schema = {
+            "type": "object",
+            "properties": {"action": {"type": "string", "enum": names}},
+            "required": ["action"],
+            "additionalProperties": False,
+        }
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "action", "strict": True, "schema": schema},
+            }
+        }
+    return {}
+
+
+def _refuses_mode(error: openai.APIStatusError, mode: str) -> bool:
+    """A 4xx that names the field `mode` sent: the server does not support that mode."""
+    if mode == "free" or not 400 <= error.status_code < 500:
+        return False
+    if error.status_code in (401, 403, 404, *_RETRIED_STATUSES):
+        return False
+    message = _server_message(error).lower()
+    return any(word in message for word in _MODE_FIELDS[mode])
+
+
+def _completion(response, latency_s: float, attempts: int, server: str, mode: str) -> Completion:
     choices = getattr(response, "choices", None) or []
     message = getattr(choices[0], "message", None) if choices else None
     usage = getattr(response, "usage", None)
+    # vLLM's reasoning parsers answer `reasoning_content`; newer versions `reasoning`.
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
     return Completion(
         text=(getattr(message, "content", None) or "") if message is not None else "",
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -205,4 +304,7 @@ def _completion(response, latency_s: float, attempts: int, server: str) -> Compl
         latency_s=latency_s,
         attempts=attempts,
         server=server,
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+        cut_off=bool(choices) and getattr(choices[0], "finish_reason", None) == "length",
+        mode=mode,
     )

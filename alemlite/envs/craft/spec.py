@@ -7,6 +7,7 @@ from typing import Any
 
 from alemlite.core.prompting import PromptOptions
 from alemlite.core.spec import EnvOptions, EnvSpec
+from alemlite.envs.craft.agent_view import render_agent_rgb
 from alemlite.envs.craft.config import CraftConfig, parse_difficulty
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.policies import POLICIES
@@ -25,6 +26,9 @@ class CraftOptions(EnvOptions):
     coordination: bool = True
     """False (--no-coordination): the plain multi-agent Crafter world, without roles, tasks,
     elites, trading, signals or construction"""
+    obs_encoding: str = "dense"
+    """what each agent observes: dense (one-hot window channels, 2,455 floats for 3 agents)
+    or symbolic (small integer ids per window tile, 565 values, for an embedding)"""
 
     def __post_init__(self) -> None:
         CraftConfig(**self.make_kwargs())
@@ -36,6 +40,7 @@ class CraftOptions(EnvOptions):
             "max_steps": self.max_steps,
             "difficulty": parse_difficulty(self.difficulty),
             "coordination": self.coordination,
+            "obs_encoding": self.obs_encoding,
         }
 
     def label(self) -> str:
@@ -84,6 +89,7 @@ SPEC = EnvSpec(
     prompts=_prompts,
     prompt_defaults=PromptOptions(variant="specific", history=8),
     render_rgb=render_rgb,
+    render_agent_rgb=render_agent_rgb,
     pooled_resets=True,
     small_options={"num_agents": 2, "map_size": 16, "max_steps": 6},
 )

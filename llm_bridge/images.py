@@ -1,0 +1,51 @@
+"""Observation images for vision-language models: PNG data URIs in OpenAI content parts.
+
+A frame is enlarged by whole-pixel repetition until its shorter side is at least
+`MIN_SIDE` pixels (vision encoders read patches of 14 to 28 pixels, so a Craft tile of
+8 pixels would be a fraction of one) and sent as a lossless PNG, inline, as the OpenAI
+chat format carries images: `{"type": "image_url", "image_url": {"url": "data:..."}}`.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any, Literal
+
+import numpy as np
+from PIL import Image
+
+Observation = Literal["text", "image", "both"]
+OBSERVATIONS: tuple[str, ...] = ("text", "image", "both")
+MIN_SIDE = 224
+IMAGE_NOTE = "Your view is the image."
+
+
+def scale_of(height: int, width: int) -> int:
+    """The whole-pixel enlargement of a `height x width` frame (1: none)."""
+    return max(1, -(-MIN_SIDE // max(1, min(height, width))))
+
+
+def enlarge(frame: np.ndarray) -> np.ndarray:
+    """`frame` `(H, W, 3)` uint8 with each pixel repeated `scale_of(H, W)` times each way."""
+    scale = scale_of(*frame.shape[:2])
+    return np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1)
+
+
+def png_data_uri(frame: np.ndarray) -> str:
+    """The enlarged frame as a `data:image/png;base64,...` URI."""
+    buffer = io.BytesIO()
+    Image.fromarray(enlarge(np.asarray(frame, np.uint8)), "RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def user_content(observation: Observation, text: str, notes: str, frame: Any) -> Any:
+    """The user message's content: the observation text (and the run's notes) in text mode;
+    the image with the notes in image mode; the text, then the image, in both."""
+    if observation == "text":
+        return "\n".join(part for part in (text, notes) if part)
+    shown = (text if observation == "both" else IMAGE_NOTE, notes)
+    return [
+        {"type": "text", "text": "\n".join(part for part in shown if part)},
+        {"type": "image_url", "image_url": {"url": png_data_uri(frame)}},
+    ]
