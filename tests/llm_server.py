@@ -11,21 +11,98 @@ be answered with one HTTP status (`Faults.status`); the server may die after N c
 requests (`Faults.die_after`: from then on every connection is dropped unanswered);
 `stop()` takes it down and `restart()` brings it back on the same port.
 Bound to 127.0.0.1 on a free port; serves only while the context is open.
+
+What model servers add, as vLLM does it: `reply` may return a `Reply` with a reasoning
+part (sent in `reasoning_field`: `reasoning_content`, or `reasoning` as newer vLLM) and a
+finish reason ("length": cut off by max_tokens). A request restricted to a choice of
+answers (`guided_choice` / `structured_outputs.choice` in the body, or a `json_schema`
+response format with an enum) is checked and answered with the choice the scripted reply
+names (the first choice if it names none), unless the field is in `unsupported`: then it
+is refused with HTTP 400 naming the field, as vLLM refuses a feature it lacks. Every
+request body is kept (`ServerLog.bodies`); `images_of` decodes the PNG data URIs of one.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+from PIL import Image
 
 FAULT_KINDS = ("rate_limit", "server_error", "drop", "slow", "malformed")
+_DATA_URI = "data:image/png;base64,"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted reply with what reasoning servers add to the text."""
+
+    content: str
+    reasoning: str | None = None
+    finish_reason: str = "stop"
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part["text"] for part in content if part.get("type") == "text")
+
+
+def images_of(body: dict) -> list[np.ndarray]:
+    """The PNG images of a request's last message, decoded to `(H, W, 3)` uint8."""
+    content = body["messages"][-1]["content"]
+    parts = [] if isinstance(content, str) else content
+    urls = [part["image_url"]["url"] for part in parts if part.get("type") == "image_url"]
+    assert all(url.startswith(_DATA_URI) for url in urls), "images must be PNG data URIs"
+    return [
+        np.asarray(Image.open(io.BytesIO(base64.b64decode(url[len(_DATA_URI) :]))).convert("RGB"))
+        for url in urls
+    ]
+
+
+def constraint_of(body: dict) -> tuple[str, list[str]] | None:
+    """The constraint a request carries, `(field, choices)`, checked for its shape; None: none.
+
+    Raises ValueError for a malformed one."""
+    if "guided_choice" in body:
+        choices = body["guided_choice"]
+        if body.get("structured_outputs", {}).get("choice") != choices:
+            raise ValueError("structured_outputs.choice differs from guided_choice")
+        field_name = "guided_choice"
+    elif "response_format" in body:
+        form = body["response_format"]
+        schema = form.get("json_schema", {}).get("schema", {})
+        if form.get("type") != "json_schema" or schema.get("required") != ["action"]:
+            raise ValueError(f"response_format {form} is no json_schema requiring an action")
+        choices = schema["properties"]["action"]["enum"]
+        field_name = "response_format"
+    else:
+        return None
+    if not choices or not all(isinstance(name, str) for name in choices):
+        raise ValueError(f"choices {choices!r} must be a non-empty list of names")
+    return field_name, choices
+
+
+_CHOSEN = re.compile(r"<action>\s*(.*?)\s*</action>|ACTION:\s*(\S+)", re.I)
+
+
+def choose(text: str, choices: Sequence[str]) -> str:
+    """The choice a scripted reply names (its last action), or the first choice."""
+    named = [tag or line for tag, line in _CHOSEN.findall(text)]
+    by_name = {name.upper(): name for name in choices}
+    return by_name.get(named[-1].upper(), choices[0]) if named else choices[0]
 
 
 @dataclass
@@ -69,7 +146,10 @@ class ServerLog:
     max_in_flight: int = 0
     refused: int = 0  # chat requests answered with `Faults.status`
     dropped_down: int = 0  # requests dropped while the server was down
-    order: list[str] = field(default_factory=list)  # each chat request's last message
+    order: list[Any] = field(default_factory=list)  # each chat request's last message content
+    bodies: list[dict] = field(default_factory=list)  # each chat request's body, as received
+    unsupported_refused: Counter = field(default_factory=Counter)  # by field
+    malformed_requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -83,8 +163,16 @@ def _count_tokens(text: str) -> int:
 
 
 class ChatServer:
-    def __init__(self, reply: Callable[[list[dict]], str], faults: Faults | None = None):
+    def __init__(
+        self,
+        reply: Callable[[list[dict]], str | Reply],
+        faults: Faults | None = None,
+        reasoning_field: str = "reasoning_content",
+        unsupported: Sequence[str] = (),
+    ):
         self.reply = reply
+        self.reasoning_field = reasoning_field
+        self.unsupported = tuple(unsupported)  # "guided_choice" and/or "response_format"
         self.faults = faults or Faults()
         self.log = ServerLog()
         self.down = False
@@ -181,6 +269,7 @@ class ChatServer:
                         server.log.dropped_down += 1
                     else:
                         server.log.requests += 1
+                        server.log.bodies.append(json.loads(body))
                         server.log.order.append(json.loads(body)["messages"][-1]["content"])
                         count = len(server.log.order)
                         refuse = faults.status and (
@@ -218,12 +307,38 @@ class ChatServer:
                 if fault == "slow":
                     time.sleep(server.faults.slow_s)
                 request = json.loads(body)
-                prompt = " ".join(message["content"] for message in request["messages"])
-                text = (
-                    "I refuse to follow the format ~~~"
+                try:
+                    constraint = constraint_of(request)
+                except ValueError as error:
+                    with server.log.lock:
+                        server.log.malformed_requests.append(str(error))
+                    self._send(400, {"error": {"message": f"bad request body: {error}"}})
+                    return
+                if constraint and constraint[0] in server.unsupported:
+                    with server.log.lock:
+                        server.log.unsupported_refused[constraint[0]] += 1
+                    message = f"{constraint[0]} is not supported by this server"
+                    self._send(400, {"error": {"message": message, "code": 400}})
+                    return
+                prompt = " ".join(text_of(message["content"]) for message in request["messages"])
+                answer = (
+                    Reply("I refuse to follow the format ~~~")
                     if fault == "malformed"
                     else server.reply(request["messages"])
                 )
+                answer = Reply(answer) if isinstance(answer, str) else answer
+                text = answer.content
+                if constraint:
+                    chosen = choose(text, constraint[1])
+                    text = (
+                        chosen
+                        if constraint[0] == "guided_choice"
+                        else json.dumps({"action": chosen})
+                    )
+                message = {"role": "assistant", "content": text}
+                if answer.reasoning is not None:
+                    message[server.reasoning_field] = answer.reasoning
+                completion_text = text + " " + (answer.reasoning or "")
                 self._send(
                     200,
                     {
@@ -234,14 +349,14 @@ class ChatServer:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
+                                "message": message,
+                                "finish_reason": answer.finish_reason,
                             }
                         ],
                         "usage": {
                             "prompt_tokens": _count_tokens(prompt),
-                            "completion_tokens": _count_tokens(text),
-                            "total_tokens": _count_tokens(prompt) + _count_tokens(text),
+                            "completion_tokens": _count_tokens(completion_text),
+                            "total_tokens": _count_tokens(prompt) + _count_tokens(completion_text),
                         },
                     },
                 )
@@ -262,7 +377,7 @@ def dining_resource_ordering(messages: list[dict]) -> str:
     first fork until held, then the second, RELEASE while eating), so that a team
     answered by this server plays exactly as that policy does.
     """
-    observation = messages[-1]["content"]
+    observation = text_of(messages[-1]["content"])
     philosopher, _, state = _PHILOSOPHER.search(observation).groups()
     (_, first_side, first_status), (_, second_side, _) = sorted(
         (int(number), side, status) for side, number, status in _FORK.findall(observation)
@@ -280,5 +395,5 @@ _CRAFT_STEP = re.compile(r"^Step (\d+)\.", re.M)
 
 def craft_alternating(messages: list[dict]) -> str:
     """Craft: move left on odd-numbered steps (1, 3, ...), "do" on the others."""
-    step = int(_CRAFT_STEP.search(messages[-1]["content"]).group(1))
+    step = int(_CRAFT_STEP.search(text_of(messages[-1]["content"])).group(1))
     return "<action>move_left</action>" if step % 2 else "ACTION: do"

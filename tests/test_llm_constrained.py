@@ -1,0 +1,145 @@
+"""Constrained actions: the server is asked to choose among the agent's legal action names
+(vLLM's guided_choice, else a JSON schema, else free text), steps down once per server when
+refused, and the summary says which mode ran. Against the loopback server, which checks
+the constraint it receives and refuses the modes it is told to."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+import alemlite
+from alemlite.core.prompting import PromptOptions
+from alemlite.envs.dining.prompting import DiningRenderer
+from alemlite_app.cli import main
+from llm_bridge.agents import LLMAgent
+from llm_bridge.clients.base import ModelServerError
+from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
+from llm_bridge.runner import CONSTRAINED_NOTE, RunConfig, run_evaluation
+from llm_bridge.transcripts import read_records
+from tests.llm_server import ChatServer, Faults, dining_resource_ordering, text_of
+
+PHILOSOPHERS, MAX_STEPS, EPISODES, SEED = 3, 4, 2, 7
+FIRST_STEP = PHILOSOPHERS * EPISODES  # requests asked together before any answer comes back
+_STATE = re.compile(r"You are (HUNGRY|EATING)")
+_FORK = re.compile(r"Your (left|right) fork \(fork \d+\) is (free|held by you|held by philosopher)")
+
+
+def legal_names(observation: str) -> list[str]:
+    """Dining's legal moves, read off the observation (the rules of `move_mask`)."""
+    hungry = _STATE.search(observation).group(1) == "HUNGRY"
+    forks = dict(_FORK.findall(observation))
+    names = ["WAIT"]
+    names += [
+        f"GRAB_{side.upper()}" for side in ("left", "right") if hungry and forks[side] == "free"
+    ]
+    if "held by you" in forks.values():
+        names.append("RELEASE")
+    return names
+
+
+@pytest.fixture(scope="module")
+def env():
+    return alemlite.make("dining", num_philosophers=PHILOSOPHERS, max_steps=MAX_STEPS)
+
+
+def run(env, server, out):
+    backend = OpenAIBackend(
+        OpenAIConfig(model="scripted", base_urls=(server.base_url,), backoff_s=0.001)
+    )
+    config = RunConfig(episodes=EPISODES, seed=SEED, out=out, progress=False, constrained=True)
+    team = [LLMAgent(backend, "scripted")] * PHILOSOPHERS
+    return run_evaluation(env, DiningRenderer(), team, PromptOptions(), config)
+
+
+def constraint_fields(body: dict) -> set[str]:
+    return {"guided_choice", "structured_outputs", "response_format"} & set(body)
+
+
+@pytest.mark.parametrize(
+    ("unsupported", "mode"),
+    [
+        ((), "constrained:guided_choice"),
+        (("guided_choice",), "constrained:json_schema"),
+        (("guided_choice", "response_format"), "free"),
+    ],
+)
+def test_the_server_chooses_among_legal_actions_or_the_client_steps_down(
+    env, tmp_path, unsupported, mode
+):
+    with ChatServer(dining_resource_ordering, unsupported=unsupported) as server:
+        report = run(env, server, tmp_path)
+    log, usage = server.log, report["usage"]
+    assert not log.malformed_requests
+    assert usage["mode"] == mode and usage["modes"] == {mode: usage["requests"]}
+    refused = sum(log.unsupported_refused.values())
+    # Refused only while the first step's requests were in flight, never after.
+    assert len(log.bodies) == usage["requests"] + refused
+    assert sum(log.unsupported_refused[name] > 0 for name in unsupported) == len(unsupported)
+    assert all(0 < log.unsupported_refused[name] <= FIRST_STEP for name in unsupported)
+    for body in log.bodies[FIRST_STEP + refused :]:
+        assert (
+            constraint_fields(body)
+            == {
+                "constrained:guided_choice": {"guided_choice", "structured_outputs"},
+                "constrained:json_schema": {"response_format"},
+                "free": set(),
+            }[mode]
+        )
+    for body in log.bodies:  # the refused requests too
+        legal = legal_names(text_of(body["messages"][-1]["content"]))
+        if "guided_choice" in body:
+            assert body["guided_choice"] == body["structured_outputs"]["choice"] == legal
+        if "response_format" in body:
+            schema = body["response_format"]["json_schema"]["schema"]
+            assert schema["properties"]["action"]["enum"] == legal
+    assert usage["parse_rate"] == 1.0
+    turns = [r for r in read_records(tmp_path / "transcript.jsonl") if r["type"] == "turn"]
+    assert {t["mode"] for t in turns} == {mode}
+    if mode != "free":
+        # A constrained reply is the action alone (or its JSON), and it is a legal one.
+        for turn in turns:
+            legal = legal_names(text_of(turn["prompt"][-1]["content"]))
+            reply = (
+                turn["reply"] if mode.endswith("choice") else json.loads(turn["reply"])["action"]
+            )
+            assert reply == turn["action"] and reply in legal and turn["message"] == ""
+    # The chat says so, and remembers the replies as given: the action name alone.
+    header = next(read_records(tmp_path / "transcript.jsonl"))
+    assert header["system_prompt"].endswith(CONSTRAINED_NOTE)
+    assert header["config"]["constrained"] is True
+    remembered = [m["content"] for t in turns for m in t["prompt"] if m["role"] == "assistant"]
+    assert remembered and set(remembered) <= set(env.action_names)
+    assert f"mode {mode}" in (tmp_path / "summary.txt").read_text()
+
+
+def test_a_refusal_that_names_no_constraint_stops_the_run():
+    faults = Faults(status=400, status_message="no such model: scripted")
+    with ChatServer(dining_resource_ordering, faults) as server:
+        backend = OpenAIBackend(OpenAIConfig(model="scripted", base_urls=(server.base_url,)))
+
+        async def ask():
+            try:
+                await backend.complete([{"role": "user", "content": "hi"}], choices=["WAIT"])
+            finally:
+                await backend.close()
+
+        with pytest.raises(ModelServerError, match=r"answered 400 .*no such model"):
+            asyncio.run(ask())
+    assert server.log.requests == 1
+
+
+def test_the_command_line_runs_constrained(tmp_path):
+    with ChatServer(dining_resource_ordering, unsupported=("guided_choice",)) as server:
+        main(
+            ["eval-llm", "--env", "dining", "--base-url", server.base_url, "--model", "scripted",
+             "--episodes", "1", "--max-steps", "2", "--num-agents", "3", "--out", str(tmp_path),
+             "--no-progress", "--constrained"]
+        )  # fmt: skip
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["usage"]["mode"] == "constrained:json_schema"
+    assert summary["config"]["constrained"] is True
+    assert "response_format" in server.log.bodies[-1]
