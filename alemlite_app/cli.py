@@ -39,6 +39,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("eval-llm",): "alemlite_app.evaluate:evaluate_llm",
     ("compare",): "llm_bridge.compare:compare_command",
     ("merge",): "llm_bridge.shards:merge_command",
+    ("gap",): "alemlite_app.evaluate:gap",
     ("bench",): "benchmarks.bench.throughput:run",
     ("bench", "policies"): "benchmarks.bench.policies:run",
     ("bench", "prompts"): "benchmarks.bench.prompts:run",

@@ -30,6 +30,7 @@ from alemlite.core.spec import EnvOptions, EnvSpec
 from alemlite.evaluation import evaluate as evaluate_policy
 from alemlite.report import format_table, report_path, write_report
 from baselines.seats import Seat, parse_seat, team_policy, team_seats
+from llm_bridge.gap.config import GapConfig
 from llm_bridge.options import LLMOptions, PromptSwitches
 from llm_bridge.shards import Shard, parse_shard
 
@@ -99,6 +100,19 @@ def evaluate_llm(config: EvalConfig) -> dict[str, Any]:
     """Evaluate language models as agents (default team: the --model in every seat), mixed
     with scripted or trained seats at will; with --ablation, one run per named ablation."""
     return _evaluate(config, "llm")
+
+
+def gap(config: GapConfig) -> dict[str, Any]:
+    """The coordination-gap report: a model's team, the shipped MARL agents and the scripted
+    teams on the same seeds, difficulties and team sizes, and mixed teams; base-task and
+    coordination scores and their gaps with stratified bootstrap intervals, as JSON, Markdown
+    and plots in --out."""
+    from benchmarks.provenance import begin_run
+    from llm_bridge.gap.main import run_gap
+
+    # The report records the commit, command and machine; published folders need --publish.
+    provenance = begin_run([config.out_dir], config.allow_dirty, config.publish)
+    return run_gap(config, provenance.describe)
 
 
 def _evaluate(config: EvalConfig, default_team: str) -> dict[str, Any]:

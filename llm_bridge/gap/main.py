@@ -1,0 +1,144 @@
+"""`alemlite gap`: plan every stratum, play every team, score, and write gap.json, gap.md and
+the figures into --out."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import alemlite
+from llm_bridge.gap.config import GapConfig
+from llm_bridge.gap.plan import plan_stratum
+from llm_bridge.gap.play import TeamResult, play_team
+from llm_bridge.gap.plots import plot_gap
+from llm_bridge.gap.report import markdown_report
+from llm_bridge.gap.scores import COMPARISONS, gap_interval, role_metrics, team_scores
+
+USAGE_KEYS = (
+    "requests", "failed_requests", "parse_rate", "cut_off", "empty_answers", "mode",
+    "prompt_tokens", "completion_tokens", "cost", "wall_s",
+)  # fmt: skip
+"""What the report keeps of each model run's usage (keys a run lacks are left out)."""
+
+
+def run_gap(
+    config: GapConfig, provenance: Callable[[], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Play every team of every stratum and write the report; `provenance()` (commit,
+    command, machine), when given, is recorded in gap.json."""
+    started = time.perf_counter()
+    env_spec = alemlite.spec(config.env)
+    roles = role_metrics(env_spec)
+    out = config.out_dir
+    strata, values = [], {}
+    for stratum in config.strata():
+        plan = plan_stratum(env_spec, stratum, config)
+        teams = {}
+        for team in plan.teams:
+            print(f"[{time.strftime('%H:%M:%S')}] {stratum.key}: {team.label}", flush=True)
+            result = play_team(env_spec, stratum, team, config, out / "runs" / stratum.key)
+            teams[team.label] = _team_entry(result, roles, out)
+            values[stratum.key, team.label] = result.episodes
+        strata.append(
+            {
+                "key": stratum.key,
+                "title": stratum.title,
+                "difficulty": stratum.difficulty,
+                "team_size": stratum.team_size,
+                "options": dataclasses.asdict(stratum.options),
+                "references": plan.references,
+                "notes": plan.notes,
+                "teams": teams,
+                "gaps": _gaps([plan.references], [stratum.key], values, roles),
+            }
+        )
+    results = {
+        "config": _describe(config),
+        "roles": roles,
+        "strata": strata,
+        "gaps": _gaps(
+            [entry["references"] for entry in strata], [e["key"] for e in strata], values, roles
+        ),
+        "wall_s": time.perf_counter() - started,
+    }
+    if provenance is not None:
+        results["provenance"] = provenance()
+    write_outputs(results, out)
+    return results
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> None:
+    """gap.json, the figures and gap.md (which shows them) in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gap.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    figures = plot_gap(results, out / "figures")
+    (out / "gap.md").write_text(markdown_report(results, figures, out))
+    print(f"wrote {out / 'gap.json'}, {out / 'gap.md'} and the figures in {out / 'figures'}")
+
+
+def _team_entry(result: TeamResult, roles: dict[str, str], out: Path) -> dict[str, Any]:
+    entry = {
+        "kind": result.team.kind,
+        "name": result.team.name,
+        "seats": list(result.team.seats),
+        "result": str(result.result.relative_to(out)),
+        "wall_s": result.wall_s,
+        "scores": team_scores(result.episodes, roles),
+    }
+    if result.usage is not None:
+        entry["usage"] = {key: result.usage[key] for key in USAGE_KEYS if key in result.usage}
+    return entry
+
+
+def _gaps(
+    references: list[dict[str, str | None]],
+    keys: list[str],
+    values: dict[tuple[str, str], dict[str, np.ndarray]],
+    roles: dict[str, str],
+) -> dict[str, dict[str, Any]]:
+    """Each headline comparison over the strata where both its teams played: per role, the
+    gap and its interval, and the strata it covers and misses."""
+    gaps: dict[str, dict[str, Any]] = {}
+    for comparison, (kind_a, kind_b) in COMPARISONS.items():
+        pairs = [
+            (key, refs[kind_a] if kind_a != "llm" else "llm", refs[kind_b])
+            for key, refs in zip(keys, references, strict=True)
+        ]
+        covered = [(key, a, b) for key, a, b in pairs if a is not None and b is not None]
+        entry: dict[str, Any] = {
+            "strata": [key for key, _, _ in covered],
+            "missing": [key for key, a, b in pairs if a is None or b is None],
+            "teams": {key: [a, b] for key, a, b in covered},
+        }
+        for role, metric in roles.items():
+            if covered and all(metric in values[key, a] for key, a, _ in covered):
+                entry[role] = gap_interval(
+                    [values[key, a][metric] for key, a, _ in covered],
+                    [values[key, b][metric] for key, _, b in covered],
+                )
+        gaps[comparison] = entry
+    return gaps
+
+
+def _describe(config: GapConfig) -> dict[str, Any]:
+    strata = config.strata()
+    return {
+        "env": config.env,
+        "options": dataclasses.asdict(config.options),
+        "difficulties": list(dict.fromkeys(s.difficulty for s in strata if s.difficulty)),
+        "team_sizes": list(dict.fromkeys(s.team_size for s in strata)),
+        "episodes": config.episodes,
+        "seed": config.seed,
+        "checkpoints": list(config.checkpoints),
+        "scripted": list(config.scripted_teams()),
+        "mixed_llm_seats": config.mixed_llm_seats,
+        **config.llm.describe(),
+        "base_url": list(config.llm.base_url),
+        "prompt": dataclasses.asdict(config.prompt),
+    }

@@ -1,0 +1,101 @@
+"""Base-task and coordination scores, and the gaps between teams with stratified bootstrap
+intervals.
+
+The Alem benchmark reports a team's Base% and Coord.%: the reward it earned from the base
+task (Crafter's survival and crafting) and from the coordination layer, each as a percentage
+of the most reward there is in that category, side by side with Total%. Each environment
+here exposes its own episode metrics; this table says which of them plays which part, by
+metric name (the first of an environment's headline metrics found under a role is its
+score there). Higher is better for every one of them.
+
+- Craft: base = `team_achievement_percent` (the base world's achievements any agent
+  unlocked, in %), coordination = `coordination_achievement_percent` (the coordination
+  achievements in play unlocked, in %). These are Alem's achievement-count view
+  (`achievement_pct`), not its reward-normalised leaderboard columns, which Craft does not
+  expose per category; `normalised_return` (the achievement reward of both, in % of its
+  most) stands in for Total%.
+- Dining: base = `throughput` (meals per step: the table's eating), coordination =
+  `fairness` (1 - normalised Gini of the meals: whether the forks were shared; note it is 1
+  at a table where nobody eats, so read it beside the base score).
+- Matrix games: base = `mean_payoff` (payoff per player and round), coordination =
+  `optimal_joint_action_rate` (rounds on the best joint action).
+
+Every environment also has `episode_return` (the reward per agent), reported as `return`.
+
+Gap intervals: the gap of team A over team B is the mean over strata (difficulty x team
+size) of A's mean minus B's, with a 95% percentile interval from the stratified bootstrap
+(`alemlite.stats.stratified_bootstrap`: `scipy.stats.bootstrap` with one sample per team and
+stratum, each resampled within itself), so episodes never move between strata.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from alemlite.core.spec import EnvSpec
+from alemlite.stats import mean_ci, stratified_bootstrap
+
+ROLE_METRICS: dict[str, tuple[str, ...]] = {
+    "base": ("team_achievement_percent", "throughput", "mean_payoff"),
+    "coordination": ("coordination_achievement_percent", "fairness", "optimal_joint_action_rate"),
+    "total": ("normalised_return",),
+}
+"""Metric names that can play each role, in order of preference."""
+RETURN = "episode_return"
+ROLES = ("base", "coordination", "total", "return")
+
+COMPARISONS: dict[str, tuple[str, str]] = {
+    "LLM - MARL": ("llm", "marl"),
+    "LLM - scripted": ("llm", "scripted"),
+    "mixed - MARL": ("mixed", "marl"),
+}
+"""Each headline gap: the team of the first kind against the stratum's reference of the
+second (`plan.StratumPlan.references`)."""
+
+
+def role_metrics(env_spec: EnvSpec) -> dict[str, str]:
+    """Role -> the environment's metric that plays it (roles it has no metric for are left
+    out; `return` is always there)."""
+    roles = {}
+    for role, candidates in ROLE_METRICS.items():
+        chosen = [name for name in env_spec.metrics if name in candidates]
+        if chosen:
+            roles[role] = chosen[0]
+    roles["return"] = RETURN
+    return roles
+
+
+def team_scores(
+    episodes: Mapping[str, np.ndarray], roles: Mapping[str, str]
+) -> dict[str, dict[str, float]]:
+    """Per role: mean, 95% t-interval and n of the team's episodes (roles whose metric the run
+    did not measure, e.g. coordination with the layer off, are left out)."""
+    scores = {}
+    for role, metric in roles.items():
+        if metric in episodes:
+            values = np.asarray(episodes[metric], dtype=np.float64)
+            mean, low, high = mean_ci(values)
+            scores[role] = {"mean": mean, "low": low, "high": high, "n": int(values.size)}
+    return scores
+
+
+def gap_interval(
+    a_by_stratum: Sequence[np.ndarray], b_by_stratum: Sequence[np.ndarray]
+) -> dict[str, float]:
+    """Mean over strata of mean(A) - mean(B), with its stratified bootstrap interval."""
+    strata = len(a_by_stratum)
+
+    def gap(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        differences = [
+            np.mean(a, axis=axis) - np.mean(b, axis=axis)
+            for a, b in zip(samples[:strata], samples[strata:], strict=True)
+        ]
+        return np.mean(differences, axis=0)
+
+    with warnings.catch_warnings():  # a constant sample (a team that never eats) is no error
+        warnings.simplefilter("ignore")
+        point, low, high = stratified_bootstrap([*a_by_stratum, *b_by_stratum], gap)
+    return {"gap": float(point), "low": float(low), "high": float(high)}

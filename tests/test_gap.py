@@ -1,0 +1,181 @@
+"""`alemlite gap`: a model's team (the loopback server playing resource ordering), the shipped
+MARL agent and a scripted team on the same seeds at two table sizes, one of which no
+checkpoint plays; the gaps' stratified bootstrap; each environment's scores; the scripted
+stand-in server; refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import alemlite
+from alemlite_app.cli import main
+from llm_bridge.compare import read_result
+from llm_bridge.gap.config import GapConfig
+from llm_bridge.gap.plan import plan_stratum
+from llm_bridge.gap.scores import gap_interval, role_metrics
+from llm_bridge.stand_in import StandInServer, choose
+from llm_bridge.transcripts import read_records
+from tests.llm_server import ChatServer, dining_resource_ordering
+
+GAP = ["gap", "--env", "dining", "--team-sizes", "3", "5", "--max-steps", "4", "--episodes", "3",
+       "--scripted", "resource_ordering", "--model", "scripted", "--no-progress"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gap")
+    with ChatServer(dining_resource_ordering) as server:
+        main([*GAP, "--base-url", server.base_url, "--out", str(out)])
+    return out, json.loads((out / "gap.json").read_text())
+
+
+def test_the_report_is_written_as_json_markdown_and_plots(report):
+    out, results = report
+    assert [s["key"] for s in results["strata"]] == ["n3", "n5"]
+    assert results["roles"] == {
+        "base": "throughput", "coordination": "fairness", "return": "episode_return"
+    }  # fmt: skip
+    for figure in ("scores.png", "gaps.png"):
+        assert (out / "figures" / figure).stat().st_size > 0
+    markdown = (out / "gap.md").read_text()
+    assert "| LLM - MARL |" in markdown and "![gaps](figures/gaps.png)" in markdown
+    # What made it: the command as the process was started (here, pytest), commit, machine.
+    assert {"command", "commit", "machine", "libraries"} <= set(results["provenance"])
+    assert len(results["provenance"]["commit"]) == 40
+
+
+def test_a_model_playing_the_scripted_team_has_no_gap_to_it(report):
+    # The server answers as resource ordering does, so the model's team is that team.
+    _, results = report
+    gap = results["gaps"]["LLM - scripted"]
+    assert gap["strata"] == ["n3", "n5"]
+    for role in ("base", "coordination", "return"):
+        assert gap[role] == {"gap": 0.0, "low": 0.0, "high": 0.0}
+
+
+def test_the_marl_gap_is_measured_where_a_checkpoint_plays_and_said_missing_elsewhere(report):
+    out, results = report
+    small, large = results["strata"]
+    assert small["references"] == {"marl": None, "scripted": "scripted:resource_ordering",
+                                   "mixed": None}  # fmt: skip
+    assert list(small["teams"]) == ["llm", "scripted:resource_ordering"]
+    assert any("ippo-dining-5 does not play here: trained with num_agents=5" in note
+               for note in small["notes"])  # fmt: skip
+    assert list(large["teams"]) == [
+        "llm", "marl:ippo-dining-5", "scripted:resource_ordering", "mixed:ippo-dining-5"
+    ]  # fmt: skip
+    gap = results["gaps"]["LLM - MARL"]
+    assert (gap["strata"], gap["missing"]) == (["n5"], ["n3"])
+    # One stratum: the gap is the difference of the two teams' means, from their own files.
+    llm = read_result(out / large["teams"]["llm"]["result"])["episodes"]["throughput"]
+    marl = read_result(out / large["teams"]["marl:ippo-dining-5"]["result"])["episodes"]
+    assert gap["base"]["gap"] == pytest.approx(np.mean(llm) - np.mean(marl["throughput"]))
+    assert gap["base"]["low"] <= gap["base"]["gap"] <= gap["base"]["high"]
+    assert "not measured" in (out / "gap.md").read_text()
+
+
+def test_a_mixed_team_seats_the_model_beside_the_checkpoint(report):
+    out, results = report
+    mixed = results["strata"][1]["teams"]["mixed:ippo-dining-5"]
+    assert mixed["seats"] == ["llm"] + ["checkpoint:ippo-dining-5"] * 4
+    turns = [r for r in read_records(out / "runs" / "n5" / "mixed-ippo-dining-5" /
+                                     "transcript.jsonl") if r["type"] == "turn"]  # fmt: skip
+    assert {turn["seat"] for turn in turns} == {0}
+    assert mixed["usage"]["requests"] == len(turns) == 3 * 4
+    assert mixed["usage"]["parse_rate"] == 1.0
+
+
+def test_every_team_plays_the_same_seeds(report):
+    out, results = report
+    for stratum in results["strata"]:
+        configs = [read_result(out / team["result"])["config"]
+                   for team in stratum["teams"].values()]  # fmt: skip
+        assert {(c["seed"], c["episodes"], json.dumps(c["options"])) for c in configs} == {
+            (0, 3, json.dumps(stratum["options"]))
+        }
+
+
+def test_the_gap_bootstrap_resamples_within_strata():
+    # Constant within each stratum, different across: a bootstrap that mixed strata would
+    # spread; the stratified one cannot.
+    a = [np.full(5, 1.0), np.full(3, 4.0)]
+    b = [np.full(4, 0.0), np.full(6, 1.0)]
+    assert gap_interval(a, b) == {"gap": 2.0, "low": 2.0, "high": 2.0}
+    rng = np.random.default_rng(0)
+    a = [rng.normal(1.0, 1.0, 30), rng.normal(3.0, 1.0, 20)]
+    b = [rng.normal(0.0, 1.0, 30), rng.normal(3.0, 1.0, 20)]
+    gap = gap_interval(a, b)
+    assert gap["gap"] == pytest.approx(np.mean([a[0].mean() - b[0].mean(), 0.0]), abs=0.5)
+    assert gap["low"] < gap["gap"] < gap["high"]
+
+
+@pytest.mark.parametrize("env", alemlite.registered_environments())
+def test_every_environment_names_its_base_and_coordination_scores(env):
+    env_spec = alemlite.spec(env)
+    roles = role_metrics(env_spec)
+    assert {"base", "coordination", "return"} <= set(roles)
+    assert {roles["base"], roles["coordination"]} <= set(env_spec.metrics)
+
+
+def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_trained():
+    config = GapConfig(
+        env="craft", difficulties=("easy", "medium"), team_sizes=(3, 2),
+        options=alemlite.spec("craft").options(map_size=32, max_steps=500),
+    )  # fmt: skip
+    assert config.checkpoints == ("ippo-craft-medium",)
+    strata = config.strata()
+    assert [s.key for s in strata] == ["easy-n3", "easy-n2", "medium-n3", "medium-n2"]
+    env_spec = alemlite.spec("craft")
+    easy = plan_stratum(env_spec, strata[0], config)
+    assert easy.references["marl"] == "marl:ippo-craft-medium"
+    assert easy.notes == ["MARL reference ippo-craft-medium was trained with difficulty=medium "
+                          "(here easy)"]  # fmt: skip
+    assert plan_stratum(env_spec, strata[2], config).notes == []
+    pair = plan_stratum(env_spec, strata[1], config)
+    assert pair.references["marl"] is None and "num_agents=3" in pair.notes[0]
+
+
+def test_the_stand_in_plays_random_legal_names_the_same_way_every_time(tmp_path):
+    names = ("WAIT", "GRAB_LEFT", "GRAB_RIGHT", "RELEASE")
+    request = {"messages": [{"role": "user", "content": "choose WAIT or RELEASE"}]}
+    assert choose(names, request) in ("WAIT", "RELEASE")
+    assert {choose(names, request) for _ in range(3)} == {choose(names, request)}
+    assert choose(names, {**request, "guided_choice": ["GRAB_LEFT"]}) == "GRAB_LEFT"
+    with StandInServer("dining") as server:
+        main(["eval-llm", "--env", "dining", "--num-agents", "3", "--max-steps", "4",
+              "--episodes", "2", "--base-url", server.base_url, "--model", "stand-in",
+              "--no-progress", "--out", str(tmp_path)])  # fmt: skip
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["usage"]["parse_rate"] == 1.0
+    turns = [r for r in read_records(tmp_path / "transcript.jsonl") if r["type"] == "turn"]
+    assert len({turn["action"] for turn in turns}) > 1
+
+
+def _refusal(flags, capsys, tmp_path) -> str:
+    with pytest.raises(SystemExit) as caught:
+        main(["gap", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "g"), *flags])
+    assert caught.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert not (tmp_path / "g").exists()
+    return line.removeprefix("alemlite gap: error: ")
+
+
+def test_bad_options_are_refused_before_anything_runs(capsys, tmp_path):
+    assert _refusal(["--difficulties", "hard"], capsys, tmp_path).startswith(
+        "--difficulties=hard: --env=dining has no difficulty option"
+    )
+    assert _refusal(["--team-sizes", "3", "3"], capsys, tmp_path).startswith(
+        "--team-sizes=3 3 must name each value once"
+    )
+    assert _refusal(["--team-sizes", "1"], capsys, tmp_path).startswith("--num-agents=1")
+    assert "unknown dining policy 'oracle'" in _refusal(["--scripted", "oracle"], capsys, tmp_path)
+    assert _refusal(["--mixed-llm-seats", "-1"], capsys, tmp_path).startswith(
+        "--mixed-llm-seats=-1 must be 0"
+    )
+    assert "sweeps prompts" in _refusal(["--ablation", "cot"], capsys, tmp_path)
+    assert _refusal(["--checkpoints", "nowhere"], capsys, tmp_path).startswith("nowhere: no such")
+    message = _refusal(["--env", "craft", "--difficulties", "easy", "impossible"], capsys, tmp_path)
+    assert message.startswith("--difficulty='impossible' must be one of")
