@@ -56,6 +56,7 @@ RESUME = {
     ("train",): "rerun it with --resume to continue from its last checkpoint",
     ("eval-llm",): "rerun the same command to continue where it stopped",
     ("study",): "rerun the same command: finished runs are reused",
+    ("gap",): "rerun the same command: the model's runs resume from their transcripts",
 }
 # the second word of a two-word command, as a person calls it
 SECOND_WORD = {"bench": "benchmark"}
