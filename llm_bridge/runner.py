@@ -253,16 +253,20 @@ class _BatchProgram:
                 lambda state: (env.agent_active(state, params), env.action_mask(state, params))
             )
         )
+        self._env, self._params = env, params
+        self._frames: dict[AgentRenderer, Callable] = {}
 
+    def frames(self, render: AgentRenderer) -> Callable:
+        """Every agent's view in every episode of the batch, `(B, P, H, W, 3)` uint8, as
+        `render` draws one (compiled once per renderer, for the runs that share the program)."""
+        if render not in self._frames:
+            env, params, agents = self._env, self._params, jnp.arange(self._env.num_agents)
 
-def _frames_program(env: Environment, params: Any, render: AgentRenderer) -> Callable:
-    """Every agent's view of every episode of the batch: `(B, P, H, W, 3)` uint8."""
-    agents = jnp.arange(env.num_agents)
+            def views(state):
+                return jax.vmap(lambda agent: render(env, state, params, agent))(agents)
 
-    def frames(state):
-        return jax.vmap(lambda agent: render(env, state, params, agent))(agents)
-
-    return jax.jit(jax.vmap(frames))
+            self._frames[render] = jax.jit(jax.vmap(views))
+        return self._frames[render]
 
 
 # Compiled batch programs, kept for later runs in this process (an ablation sweep, tests):
@@ -502,11 +506,7 @@ class EvaluationRun:
         self._history = [
             [History(self.options.history) for _ in range(num_seats)] for _ in range(num_episodes)
         ]
-        frames = (
-            None
-            if self.config.observation == "text"
-            else _frames_program(self.env, self.params, self.render_agent)
-        )
+        frames = None if self.config.observation == "text" else program.frames(self.render_agent)
         self._scratchpads = np.full((num_episodes, num_seats), "", dtype=object)
         self._parse_failed = np.zeros((num_episodes, num_seats), bool)
         messages = np.full((num_episodes, num_seats), "", dtype=object)
