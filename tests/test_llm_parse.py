@@ -164,3 +164,11 @@ def test_craft_tag_soup_gives_a_legal_action(pieces):
     parsed = craft_parser("".join(pieces))
     assert 0 <= parsed.action < len(CRAFT_ACTIONS)
     assert parsed.parsed or parsed.action == 0
+
+
+@pytest.mark.parametrize("form", ["{}", " {} ", '{{"action": "{}"}}', '{{"action":"{}"}}\n'])
+def test_constrained_replies_are_read(form):
+    """What guided choice (the bare name) and a JSON schema (`{"action": NAME}`) return."""
+    for index, name in enumerate(CRAFT_ACTIONS):
+        parsed = craft_parser(form.format(name))
+        assert (parsed.action, parsed.method) == (index, "name")
