@@ -5,9 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from alemlite.core.spaces import Box
 from baselines.common.agents import SharedActor, SharedCritic
+from baselines.common.checkpoints import export_policy, import_policy
 from baselines.common.config import NetworkConfig
-from baselines.common.networks import masked_categorical
+from baselines.common.networks import masked_categorical, observation_parts
 
 NUM_ENVS, NUM_AGENTS, NUM_ACTIONS = 256, 3, 5
 
@@ -78,3 +80,76 @@ def test_recurrent_state_restarts_at_episode_start():
     np.testing.assert_allclose(from_stale, from_zero, rtol=1e-6)
     _, carried = critic.values(params, stale, inputs, ~starts)
     assert not np.allclose(carried, from_zero)
+
+
+# ---- observations with integer ids (e.g. Craft's symbolic one) -----------------------------
+ID_SPACE = {
+    "tiles": Box(0, 11, (3, 4, 2), jnp.int32),
+    "features": Box(-1.0, 1.0, (5,), jnp.float32),
+}
+ID_PARTS = (((3, 4, 2), 12), ((5,), 0))
+
+
+class Spaced:
+    observation_space = ID_SPACE
+
+
+def id_observations(key, batch: int) -> jax.Array:
+    id_key, feature_key = jax.random.split(key)
+    ids = jax.random.randint(id_key, (batch, NUM_AGENTS, 24), 0, 12).astype(jnp.float32)
+    features = jax.random.uniform(feature_key, (batch, NUM_AGENTS, 5), minval=-1.0)
+    return jnp.concatenate([ids, features], -1)
+
+
+def test_observation_parts_come_from_the_space():
+    assert observation_parts(Spaced()) == ID_PARTS
+    assert observation_parts(object()) == ()  # no space: real values throughout
+    # As policy.json and config.json give them back: lists.
+    network = NetworkConfig(observation_parts=[[[3, 4, 2], 12], [[5], 0]])
+    assert network.observation_parts == ID_PARTS and hash(network)
+
+
+def test_ids_are_embedded_and_summed_per_position():
+    network = NetworkConfig(hidden_size=8, num_layers=1, observation_parts=ID_PARTS)
+    actor = SharedActor(network, NUM_AGENTS, NUM_ACTIONS, (29,))
+    params = actor.init(jax.random.PRNGKey(0))
+    embedding = params["params"]["ObservationEncoder_0"]["Embed_0"]["embedding"]
+    assert embedding.shape == (12, network.embedding_size)
+    dense = params["params"]["Torso_0"]["Dense_0"]["kernel"]
+    assert dense.shape[0] == 12 * network.embedding_size + 5 + NUM_AGENTS
+    observation = id_observations(jax.random.PRNGKey(1), 4)
+    masks = jnp.ones((4, NUM_AGENTS, NUM_ACTIONS), bool)
+    resets = jnp.ones((1, 4), bool)
+
+    compiled = jax.jit(lambda obs: actor.logits(params, None, obs[None], resets, masks[None])[1])
+
+    def logits(obs):
+        return np.asarray(compiled(obs))
+
+    # The two ids of one position are summed: their order does not matter...
+    swapped = observation.at[..., :24].set(
+        observation[..., :24].reshape(4, NUM_AGENTS, 12, 2)[..., ::-1].reshape(4, NUM_AGENTS, 24)
+    )
+    np.testing.assert_allclose(logits(swapped), logits(observation), rtol=1e-5, atol=1e-6)
+    # ...but which ids, and where, does.
+    moved = observation.at[..., :24].set(jnp.roll(observation[..., :24], 2, axis=-1))
+    assert not np.allclose(logits(moved), logits(observation))
+
+
+def test_a_critic_on_another_input_reads_real_values():
+    """MAPPO's critic reads the global state, whose width is not the observation's."""
+    network = NetworkConfig(hidden_size=8, num_layers=1, observation_parts=ID_PARTS)
+    critic = SharedCritic(network, NUM_AGENTS, (40,))
+    params = critic.init(jax.random.PRNGKey(0))
+    assert "ObservationEncoder_0" not in params["params"]  # no embedding: no parameters
+    assert params["params"]["Torso_0"]["Dense_0"]["kernel"].shape[0] == 40 + NUM_AGENTS
+
+
+def test_an_actor_on_ids_exports_and_imports_with_its_parts(tmp_path):
+    network = NetworkConfig(hidden_size=8, num_layers=1, observation_parts=ID_PARTS)
+    actor = SharedActor(network, NUM_AGENTS, NUM_ACTIONS, (29,))
+    params = actor.init(jax.random.PRNGKey(0))
+    export_policy(tmp_path, actor, params, {"env": {"name": "dining"}})
+    loaded, loaded_params, _ = import_policy(tmp_path)
+    assert loaded == actor
+    jax.tree.map(np.testing.assert_array_equal, loaded_params, params)

@@ -40,10 +40,24 @@ class NetworkConfig:
     """Dense layers before the heads."""
     recurrent: bool = False
     """Use a GRU (memory across steps) instead of a feed-forward torso."""
+    embedding_size: int = 8
+    """Width of the embedding of each integer id, for observations whose space holds ids
+    (e.g. Craft's symbolic one); the ids of one position (a tile) are summed."""
+    observation_parts: tyro.conf.Suppress[tuple[tuple[tuple[int, ...], int], ...]] = ()
+    """Not a flag: the observation's parts in order as (shape, ids), ids > 0 for integer
+    ids in [0, ids), 0 for real values, read from the environment's `observation_space`
+    when the algorithm is built; empty: the observation is real values throughout (as
+    every policy exported before observations had parts)."""
 
     def __post_init__(self):
+        # Lists when read back from JSON (policy.json, config.json): tuples, to hash.
+        parts = tuple((tuple(shape), int(ids)) for shape, ids in self.observation_parts)
+        object.__setattr__(self, "observation_parts", parts)
         require(self.hidden_size >= 1, f"hidden_size={self.hidden_size} must be at least 1")
         require(self.num_layers >= 1, f"num_layers={self.num_layers} must be at least 1")
+        require(
+            self.embedding_size >= 1, f"embedding_size={self.embedding_size} must be at least 1"
+        )
 
 
 @dataclass(frozen=True)

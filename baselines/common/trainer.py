@@ -35,6 +35,7 @@ from baselines.common.checkpoints import RunCheckpoints, env_record, export_poli
 from baselines.common.config import ALGORITHMS, TrainConfig
 from baselines.common.curriculum import Schedule, make_schedule
 from baselines.common.evaluation import SeedEvaluator
+from baselines.common.networks import observation_parts
 from baselines.common.reporting import (
     MetricsLog,
     held_out_summary,
@@ -54,6 +55,9 @@ class BestActors:
 
 
 def build_algorithm(config: TrainConfig, env: Environment) -> Algorithm:
+    # The networks read the observation by its parts (e.g. ids to embed).
+    network = dataclasses.replace(config.network, observation_parts=observation_parts(env))
+    config = dataclasses.replace(config, network=network)
     module_name, class_name = ALGORITHMS[config.algorithm].split(":")
     return getattr(importlib.import_module(module_name), class_name)(env, config)
 

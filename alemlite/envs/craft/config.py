@@ -13,6 +13,9 @@ from alemlite.core.errors import require
 from alemlite.envs.craft import constants as C
 
 OBSERVATION_LAYOUTS = ("flat", "image")
+# "dense": one-hot window channels and flat features (laid out by `observation`);
+# "symbolic": integer ids per window tile and the same flat features (`symbolic.py`).
+OBS_ENCODINGS = ("dense", "symbolic")
 
 
 def parse_difficulty(text: str) -> str | float:
@@ -51,6 +54,7 @@ class CraftConfig:
     # Reserved sizes for the coordination layer (task and request tables).
     task_slots: int = 8
     observation: str = "flat"
+    obs_encoding: str = "dense"
     # Coordination layer (coordination/layer.py): `coordination=False` turns every part
     # off and leaves the base world; each part also has its own switch (message tokens:
     # num_message_tokens=0).
@@ -99,6 +103,15 @@ class CraftConfig:
         require(
             self.observation in OBSERVATION_LAYOUTS,
             f"observation={self.observation!r} must be one of {OBSERVATION_LAYOUTS}",
+        )
+        require(
+            self.obs_encoding in OBS_ENCODINGS,
+            f"obs_encoding={self.obs_encoding!r} must be one of {OBS_ENCODINGS}",
+        )
+        require(
+            self.obs_encoding == "dense" or self.observation == "flat",
+            f"observation={self.observation!r} lays out the dense encoding only; "
+            "pass observation='flat' with obs_encoding='symbolic'",
         )
         require(self.max_steps >= 1, f"max_steps={self.max_steps} must be positive")
         require(self.revive_window >= 0, f"revive_window={self.revive_window} must be >= 0")

@@ -25,11 +25,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.core.environment import Environment, StepResult, TimeLimit
+from alemlite.core.spaces import Box
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.coordination.layer import Layer
 from alemlite.envs.craft.coordination.part import Turn
 from alemlite.envs.craft.coordination.state import empty_coordination
+from alemlite.envs.craft.symbolic import (
+    SymbolicLayout,
+    observe_symbolic,
+    symbolic_shape,
+    symbolic_space,
+)
 from alemlite.envs.craft.world import mobs as mob_rules
 from alemlite.envs.craft.world.achievements import achievement_score, episode_metrics, reward
 from alemlite.envs.craft.world.gathering import (
@@ -61,6 +68,7 @@ class CraftEnv(Environment[CraftState, CraftParams]):
     def __init__(self, config: CraftConfig):
         self.config = config
         self.layer = Layer(config)
+        self.symbolic = SymbolicLayout.of(config, self.layer)
         self._random_shapes = {
             "sapling": (config.num_agents,),
             **mob_rules.random_shapes(config),
@@ -88,11 +96,21 @@ class CraftEnv(Environment[CraftState, CraftParams]):
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
+        if self.config.obs_encoding == "symbolic":
+            return symbolic_shape(self.config, self.symbolic, self.num_features)
         return observation_shape(self.config, self.window_channels, self.num_features)
 
     @property
+    def observation_space(self) -> Box | dict[str, Box]:
+        """A Box, or the named parts whose flattened values the observation concatenates."""
+        if self.config.obs_encoding == "symbolic":
+            return symbolic_space(self.config, self.symbolic, self.num_features)
+        return Box(-1.0, 1.0, self.observation_shape)
+
+    @property
     def global_state_shape(self) -> tuple[int, ...]:
-        observations = self.num_agents * int(np.prod(self.observation_shape))
+        dense = observation_shape(self.config, self.window_channels, self.num_features)
+        observations = self.num_agents * int(np.prod(dense))
         return (observations + self.layer.global_features,)
 
     @property
@@ -162,6 +180,11 @@ class CraftEnv(Environment[CraftState, CraftParams]):
         return self.observe(state, params), state, rewards, terminated | truncated, info
 
     def observe(self, state: CraftState, params: CraftParams) -> jax.Array:
+        if self.config.obs_encoding == "symbolic":
+            return observe_symbolic(self.config, self.symbolic, self.layer, state, params)
+        return self.dense_observation(state, params)
+
+    def dense_observation(self, state: CraftState, params: CraftParams) -> jax.Array:
         return observe(self.config, state, params, self.layer.observation(state, params))
 
     def action_mask(self, state: CraftState, params: CraftParams) -> jax.Array:
@@ -172,8 +195,8 @@ class CraftEnv(Environment[CraftState, CraftParams]):
         return mask.at[:, C.NOOP].set(True)
 
     def global_state(self, state: CraftState, params: CraftParams) -> jax.Array:
-        """Every agent's observation, then the layer's tables (map-size free)."""
-        observations = self.observe(state, params).reshape(-1)
+        """Every agent's dense observation, then the layer's tables (map-size free)."""
+        observations = self.dense_observation(state, params).reshape(-1)
         return jnp.concatenate([observations, *self.layer.global_parts(state)])
 
     def episode_metrics(self, state: CraftState, params: CraftParams) -> dict[str, jax.Array]:

@@ -26,6 +26,9 @@ class CraftOptions(EnvOptions):
     coordination: bool = True
     """False (--no-coordination): the plain multi-agent Crafter world, without roles, tasks,
     elites, trading, signals or construction"""
+    obs_encoding: str = "dense"
+    """what each agent observes: dense (one-hot window channels, 2,455 floats for 3 agents)
+    or symbolic (small integer ids per window tile, 565 values, for an embedding)"""
 
     def __post_init__(self) -> None:
         CraftConfig(**self.make_kwargs())
@@ -37,6 +40,7 @@ class CraftOptions(EnvOptions):
             "max_steps": self.max_steps,
             "difficulty": parse_difficulty(self.difficulty),
             "coordination": self.coordination,
+            "obs_encoding": self.obs_encoding,
         }
 
     def label(self) -> str:
