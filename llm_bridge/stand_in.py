@@ -1,6 +1,7 @@
 """A scripted stand-in for a model: an OpenAI-compatible chat server on this machine whose
-every answer is a uniformly random action name of the environment, drawn from a hash of the
-request (the same prompt always gets the same answer, so reruns, resumes and shards agree).
+every answer is a uniformly random action name of the environment, drawn from its own seeded
+generator in the order requests arrive (so, like a sampling model's, two runs' answers
+differ; a resumed run reuses its transcript's).
 
 It lets `alemlite eval-llm` and `alemlite gap` run end to end without a model or a GPU, and
 its numbers are those of a random player, no model's: label them so.
@@ -15,8 +16,8 @@ mention (every action name where they mention none); a request that lists the le
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
+import random
 import re
 import threading
 from collections.abc import Sequence
@@ -39,25 +40,26 @@ def _text(content: Any) -> str:
     return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def choose(actions: Sequence[str], request: dict[str, Any]) -> str:
-    """The answer to a chat request: one action name, drawn from the request's hash among
-    the legal names it lists, else among `actions` its messages mention, else any."""
+def choices(actions: Sequence[str], request: dict[str, Any]) -> list[str]:
+    """The names a chat request may be answered with: the legal names it lists, else the
+    `actions` its messages mention, else all of them."""
     legal = request.get("guided_choice")
     if not legal:
         text = " ".join(_text(message.get("content", "")) for message in request["messages"])
         legal = [name for name in actions if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text)]
-    choices = list(legal or actions)
-    body = json.dumps(request["messages"], sort_keys=True).encode()
-    draw = int.from_bytes(hashlib.sha256(body).digest()[:8], "big")
-    return choices[draw % len(choices)]
+    return list(legal or actions)
 
 
 class StandInServer:
     """The server on `host:port` (0: a free port) while the context is open."""
 
-    def __init__(self, env: str = DEFAULT_ENV, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self, env: str = DEFAULT_ENV, host: str = "127.0.0.1", port: int = 0, seed: int = 0
+    ):
         env_spec = alemlite.spec(env)
         self.actions = tuple(env_spec.build(env_spec.options()).action_names)
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -76,7 +78,7 @@ class StandInServer:
         self._server.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        actions = self.actions
+        actions, rng, lock = self.actions, self._rng, self._lock
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -104,7 +106,9 @@ class StandInServer:
                     self._send(404, {"error": {"message": "not found"}})
                     return
                 request = json.loads(body)
-                action = choose(actions, request)
+                names = choices(actions, request)
+                with lock:
+                    action = names[rng.randrange(len(names))]
                 answer = action if request.get("guided_choice") else f"<action>{action}</action>"
                 prompt = " ".join(_text(m.get("content", "")) for m in request["messages"])
                 prompt_tokens = len(prompt.split())
@@ -141,10 +145,12 @@ class StandInConfig:
     """the environment whose action names it answers with"""
     host: str = "127.0.0.1"
     port: int = 8000
+    seed: int = 0
+    """seed of the answers' generator"""
 
 
 def main(config: StandInConfig) -> None:
-    with StandInServer(config.env, config.host, config.port) as server:
+    with StandInServer(config.env, config.host, config.port, config.seed) as server:
         print(f"stand-in model (random {config.env} actions) at {server.base_url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

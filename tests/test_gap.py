@@ -16,7 +16,7 @@ from llm_bridge.compare import read_result
 from llm_bridge.gap.config import GapConfig
 from llm_bridge.gap.plan import plan_stratum
 from llm_bridge.gap.scores import gap_interval, role_metrics
-from llm_bridge.stand_in import StandInServer, choose
+from llm_bridge.stand_in import StandInServer, choices
 from llm_bridge.transcripts import read_records
 from tests.llm_server import ChatServer, dining_resource_ordering
 
@@ -138,12 +138,12 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
     assert pair.references["marl"] is None and "num_agents=3" in pair.notes[0]
 
 
-def test_the_stand_in_plays_random_legal_names_the_same_way_every_time(tmp_path):
+def test_the_stand_in_answers_random_names_the_prompt_offers(tmp_path):
     names = ("WAIT", "GRAB_LEFT", "GRAB_RIGHT", "RELEASE")
-    request = {"messages": [{"role": "user", "content": "choose WAIT or RELEASE"}]}
-    assert choose(names, request) in ("WAIT", "RELEASE")
-    assert {choose(names, request) for _ in range(3)} == {choose(names, request)}
-    assert choose(names, {**request, "guided_choice": ["GRAB_LEFT"]}) == "GRAB_LEFT"
+    request = {"messages": [{"role": "user", "content": "choose WAIT or RELEASE (not WAITING)"}]}
+    assert choices(names, request) == ["WAIT", "RELEASE"]
+    assert choices(names, {**request, "guided_choice": ["GRAB_LEFT"]}) == ["GRAB_LEFT"]
+    assert choices(names, {"messages": [{"role": "user", "content": "hello"}]}) == list(names)
     with StandInServer("dining") as server:
         main(["eval-llm", "--env", "dining", "--num-agents", "3", "--max-steps", "4",
               "--episodes", "2", "--base-url", server.base_url, "--model", "stand-in",
@@ -152,6 +152,9 @@ def test_the_stand_in_plays_random_legal_names_the_same_way_every_time(tmp_path)
     assert summary["usage"]["parse_rate"] == 1.0
     turns = [r for r in read_records(tmp_path / "transcript.jsonl") if r["type"] == "turn"]
     assert len({turn["action"] for turn in turns}) > 1
+    # Episodes start alike at dining's table; random answers still play them differently.
+    first_moves = {(t["episode"], t["seat"]): t["action"] for t in turns if t["step"] == 0}
+    assert len(first_moves) == 6 and len(set(first_moves.values())) > 1
 
 
 def _refusal(flags, capsys, tmp_path) -> str:
