@@ -33,14 +33,15 @@ class ViewConfig:
     """Write one HTML page per episode of an LLM run (the --out folder of alemlite eval-llm)
     and an index of them; open index.html in a browser, no server needed."""
 
-    run_dir: Positional[Path]
-    """the run folder: its transcript.jsonl (and summary.json)"""
+    run_dir: Positional[Path] = Path("runs/llm")
+    """the run folder: its transcript.jsonl (and summary.json); default: eval-llm's default
+    --out"""
     out: Path | None = None
     """the folder of the pages (default: RUN_DIR/view)"""
     frame_px: int = 256
-    """the longest side of a drawn frame in the pages, in pixels (larger frames are shrunk by
-    a whole factor; the page scales them up crisply)"""
+    """the longest side of a drawn frame, in pixels (a larger frame is shrunk by a whole factor)"""
     progress: bool = True
+    """a progress bar over the episodes"""
 
     def __post_init__(self) -> None:
         require(self.frame_px >= 16, f"frame_px={self.frame_px} must be at least 16")
@@ -50,7 +51,8 @@ class ViewConfig:
 
 
 def view(config: ViewConfig) -> Path:
-    """Replay every episode of the run, write its page and the index; return the index's path."""
+    """Write one HTML page per episode of an LLM run (replayed from its transcript) and an
+    index of them; returns the index's path."""
     records = read_run(config.run_dir)
     require(
         bool(records.steps),
@@ -60,22 +62,23 @@ def view(config: ViewConfig) -> Path:
     out = config.run_dir / "view" if config.out is None else config.out
     out.mkdir(parents=True, exist_ok=True)
     names = replayer.env.action_names
+    headline = [*replayer.spec.metrics, "episode_return", "episode_length"]
     rows, episodes = [], []
     bar = tqdm(total=len(records.episode_ids), unit="ep", desc="pages", disable=not config.progress)
     for episode in replayer.episodes():
         name = f"episode-{episode.episode:04d}.html"
-        data = episode_data(records, episode, names, replayer.draws)
+        data = episode_data(records, episode, names, replayer.draws, headline)
         rows.append((episode, name, write_page(out / name, episode_page(data))))
         episodes.append(episode)
         bar.update()
     bar.close()
     check_means(records, episodes)
-    headline = [m for m in (*replayer.spec.metrics, "episode_return") if m in episodes[0].metrics]
+    headline = [name for name in headline[:-1] if name in episodes[0].metrics]
     index = out / "index.html"
     write_page(index, index_page(records, rows, headline))
     sizes = sorted(size for _, _, size in rows)
     print(
-        f"wrote {len(rows)} episode pages and {index} (a page is about "
+        f"wrote {len(rows)} episode page{'s' * (len(rows) != 1)} and {index} (a page is about "
         f"{sizes[len(sizes) // 2] / 1024:.0f} KiB); open it in a browser"
     )
     return index

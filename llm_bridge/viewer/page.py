@@ -32,11 +32,17 @@ def _asset(name: str) -> str:
 
 
 def png_data_uri(frame: np.ndarray, frame_px: int) -> str:
-    """A frame as a PNG data URI, shrunk by the smallest whole factor that fits `frame_px`."""
+    """A frame as a PNG data URI, shrunk by the smallest whole factor that fits `frame_px`;
+    a frame of at most 256 colours is stored with its exact palette (a third of the bytes)."""
     image = Image.fromarray(np.asarray(frame, np.uint8))
     factor = math.ceil(max(image.size) / frame_px)
     if factor > 1:
         image = image.reduce(factor)
+    pixels = np.asarray(image).reshape(-1, 3)
+    palette, indices = np.unique(pixels, axis=0, return_inverse=True)
+    if len(palette) <= 256:
+        image = Image.fromarray(indices.astype(np.uint8).reshape(image.height, image.width), "P")
+        image.putpalette(palette.astype(np.uint8).tobytes())
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=True)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -57,10 +63,11 @@ class _Strings:
         return list(self.index)
 
 
-def _content(content: Any, strings: _Strings) -> list[dict[str, int]]:
-    """A message's content (a string, or OpenAI content parts) as text and image parts."""
+def _content(content: Any, strings: _Strings) -> int | list[dict[str, int]]:
+    """A message's content: a text's number, or its OpenAI content parts as `{"text": n}` and
+    `{"image": n}` (n: the text's or the image URL's number)."""
     if isinstance(content, str):
-        return [{"text": strings(content)}]
+        return strings(content)
     parts = []
     for part in content or ():
         if part.get("type") == "image_url":
@@ -73,8 +80,7 @@ def _content(content: Any, strings: _Strings) -> list[dict[str, int]]:
 def _turn(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
     return {
         "prompt": [
-            {"role": message["role"], "content": _content(message["content"], strings)}
-            for message in record["prompt"]
+            [message["role"], _content(message["content"], strings)] for message in record["prompt"]
         ],
         "reasoning": strings(record.get("reasoning") or None),
         "reply": strings(record.get("reply") or ""),
@@ -103,9 +109,13 @@ def turn_counts(records: RunRecords, episode: int) -> dict[str, int]:
 
 
 def episode_data(
-    records: RunRecords, episode: Episode, action_names: tuple[str, ...], images: bool
+    records: RunRecords,
+    episode: Episode,
+    action_names: tuple[str, ...],
+    images: bool,
+    headline: list[str],
 ) -> dict[str, Any]:
-    """Everything the episode page shows, as JSON."""
+    """Everything the episode page shows, as JSON (`headline`: the metrics shown first)."""
     strings = _Strings()
     config = records.config
     team = list(config.get("team", ()))
@@ -130,6 +140,7 @@ def episode_data(
         "seed": episode.seed,
         "finished": episode.finished,
         "metrics": episode.metrics,
+        "headline": headline,
         "counts": turn_counts(records, episode.episode),
         "setting": _setting(config),
         "seats": seats,

@@ -33,7 +33,9 @@
 
   // ---- the fixed part of the page -------------------------------------------------------
   const counts = data.counts;
-  const scores = Object.entries(data.metrics).map(([name, value]) => `${name} ${format(value)}`);
+  const score = (name) => `${name} ${format(data.metrics[name])}`;
+  const headline = data.headline.filter((name) => name in data.metrics);
+  const others = Object.keys(data.metrics).filter((name) => !headline.includes(name));
   app.append(
     el("header", {},
       el("a", { href: "index.html", id: "to-index" }, "\u2190 all episodes"),
@@ -43,7 +45,9 @@
         `${last} steps${data.finished ? "" : " (unfinished)"} \u00b7 ${counts.turns} LLM turns, ` +
         `${counts.parse_failures} parse failures, ${counts.cut_off} cut off, ` +
         `${counts.errors} failed requests`),
-      el("p", { class: "scores" }, scores.join(" \u00b7 ")),
+      el("p", { class: "scores", id: "scores" }, headline.map(score).join(" \u00b7 ")),
+      others.length ? el("details", { class: "metrics" }, el("summary", {}, "all metrics"),
+        el("p", { class: "scores" }, others.map(score).join(" \u00b7 "))) : null,
       el("details", { class: "system" }, el("summary", {}, "system prompt"),
         el("pre", {}, text(data.system_prompt)))));
 
@@ -77,9 +81,10 @@
   // ---- one position ---------------------------------------------------------------------
   function promptView(turn) {
     const body = el("div", { class: "messages" });
-    for (const message of turn.prompt) {
-      const box = el("div", { class: "message " + message.role }, el("h5", {}, message.role));
-      for (const part of message.content) {
+    for (const [role, content] of turn.prompt) {
+      const box = el("div", { class: "message " + role }, el("h5", {}, role));
+      const parts = typeof content === "number" ? [{ text: content }] : content;
+      for (const part of parts) {
         if (part.image !== undefined) {
           box.append(el("img", { src: text(part.image), alt: "image sent to the model" }));
         } else {
