@@ -73,25 +73,29 @@ def browser(dining_run, matrix_run):
         chromium.close()
 
 
-def _one_garbage_reply():
-    """The scripted dining policy, except that the very first request gets a reply with no
-    action in it (one parse failure per run)."""
+def _one_garbage_reply(number: int):
+    """The scripted dining policy, except that request `number` (1, 2, ...) gets a reply with
+    no action in it: one parse failure per run, at a known step (every step's requests are
+    answered before the next step's are sent)."""
     lock, asked = threading.Lock(), [0]
 
     def reply(messages):
         with lock:
             asked[0] += 1
-            first = asked[0] == 1
-        return "I would rather think about lunch." if first else dining_resource_ordering(messages)
+            garbage = asked[0] == number
+        return (
+            "I would rather think about lunch." if garbage else dining_resource_ordering(messages)
+        )
 
     return reply
 
 
 @pytest.fixture(scope="module")
 def dining_run(tmp_path_factory):
-    """Dining, 3 seats (two LLM seats and a scripted one), 2 episodes of 5 steps, viewed."""
+    """Dining, 3 seats (two LLM seats and a scripted one), 2 episodes of 5 steps, viewed; the
+    9th request (of step 2: 4 requests a step) is answered with garbage."""
     run = tmp_path_factory.mktemp("dining_run")
-    with ChatServer(_one_garbage_reply()) as server:
+    with ChatServer(_one_garbage_reply(9)) as server:
         main(
             ["eval-llm", "--env", "dining", "--base-url", server.base_url, "--model", "scripted",
              "--episodes", "2", "--max-steps", "5", "--num-agents", "3", "--out", str(run),
@@ -173,6 +177,7 @@ def _open(browser, url: str):
 def test_the_episode_page_in_a_browser(dining_run, browser, tmp_path):
     view = dining_run / "view"
     (failure,) = [turn for turn in _turns(dining_run) if turn["parse"] == "failed"]
+    assert failure["step"] == 2
     page_file = view / f"episode-{failure['episode']:04d}.html"
     page, problems = _open(browser, page_file.as_uri())
     label, frame = page.locator("#step-label"), page.locator("#frame-image")

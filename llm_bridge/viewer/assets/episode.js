@@ -42,8 +42,8 @@
       el("h1", {}, `${data.env} \u00b7 episode ${data.episode} (seed ${data.seed})`),
       el("p", { class: "setting" }, data.setting),
       el("p", { class: "scores" },
-        `${last} steps${data.finished ? "" : " (unfinished)"} \u00b7 ${counts.turns} LLM turns, ` +
-        `${counts.parse_failures} parse failures, ${counts.cut_off} cut off, ` +
+        `${last} steps${data.finished ? "" : " (unfinished)"} \u00b7 ${counts.turns} LLM turns: ` +
+        `${counts.parse_failures} without an action, ${counts.cut_off} cut off, ` +
         `${counts.errors} failed requests`),
       el("p", { class: "scores", id: "scores" }, headline.map(score).join(" \u00b7 ")),
       others.length ? el("details", { class: "metrics" }, el("summary", {}, "all metrics"),
