@@ -28,7 +28,7 @@ from alemlite.envs.dining import render as dining_render
 from alemlite.envs.dining.state import initial_state
 from alemlite_app.cli import main
 from llm_bridge.transcripts import read_records
-from tests.llm_server import ChatServer, dining_resource_ordering
+from tests.llm_server import ChatServer, Reply, dining_resource_ordering
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -73,18 +73,22 @@ def browser(dining_run, matrix_run):
         chromium.close()
 
 
-def _one_garbage_reply(number: int):
-    """The scripted dining policy, except that request `number` (1, 2, ...) gets a reply with
-    no action in it: one parse failure per run, at a known step (every step's requests are
-    answered before the next step's are sent)."""
+def _scripted_replies(garbage: int, cut_off: int):
+    """The scripted dining policy (its replies carry a <think> part), except that request
+    number `garbage` (1, 2, ...) gets a reply with no action in it and request `cut_off` is
+    marked cut off by the token budget: one parse failure and one cut-off per run, at known
+    steps (every step's requests are answered before the next step's are sent)."""
     lock, asked = threading.Lock(), [0]
 
     def reply(messages):
         with lock:
             asked[0] += 1
-            garbage = asked[0] == number
-        return (
-            "I would rather think about lunch." if garbage else dining_resource_ordering(messages)
+            number = asked[0]
+        if number == garbage:
+            return "I would rather think about lunch."
+        return Reply(
+            dining_resource_ordering(messages),
+            finish_reason="length" if number == cut_off else "stop",
         )
 
     return reply
@@ -92,10 +96,11 @@ def _one_garbage_reply(number: int):
 
 @pytest.fixture(scope="module")
 def dining_run(tmp_path_factory):
-    """Dining, 3 seats (two LLM seats and a scripted one), 2 episodes of 5 steps, viewed; the
-    9th request (of step 2: 4 requests a step) is answered with garbage."""
+    """Dining, 3 seats (two LLM seats and a scripted one), 2 episodes of 5 steps, viewed; with
+    4 requests a step, the 9th (step 2) is answered with garbage and the 6th (step 1) is cut
+    off."""
     run = tmp_path_factory.mktemp("dining_run")
-    with ChatServer(_one_garbage_reply(9)) as server:
+    with ChatServer(_scripted_replies(garbage=9, cut_off=6)) as server:
         main(
             ["eval-llm", "--env", "dining", "--base-url", server.base_url, "--model", "scripted",
              "--episodes", "2", "--max-steps", "5", "--num-agents", "3", "--out", str(run),
@@ -206,6 +211,9 @@ def test_the_episode_page_in_a_browser(dining_run, browser, tmp_path):
     assert "fail" in page.locator(f'#timeline .cell[data-step="{step}"]').get_attribute("class")
     assert page.locator(".agent.failed").count() == 1
     assert "policy" in page.locator('.agent[data-seat="2"]').inner_text()
+    other = page.locator(f'.agent[data-seat="{1 - seat}"]')  # the other LLM seat answered
+    assert other.locator(".reasoning").inner_text() == "reasoning\nfork order"
+    assert "<think>" not in other.locator(".reply").inner_text()
     # The prompt is collapsed until opened.
     prompt = panel.locator("details.prompt")
     assert prompt.get_attribute("open") is None
@@ -213,6 +221,19 @@ def test_the_episode_page_in_a_browser(dining_run, browser, tmp_path):
     assert "philosopher" in prompt.locator(".messages").inner_text()
     page.locator("#slider").fill(str(step + 1))
     assert page.locator(".agent.failed").count() == 0
+
+    # The cut-off reply, opened at its step through the page's address.
+    (cut,) = [turn for turn in _turns(dining_run) if turn["cut_off"]]
+    assert cut["step"] == 1 and cut["parse"] != "failed"
+    url = (view / f"episode-{cut['episode']:04d}.html").as_uri() + "#step=1"
+    cut_page, cut_problems = _open(browser, url)
+    assert cut_page.locator("#step-label").inner_text() == "step 1 of 5"
+    cell = cut_page.locator('#timeline .cell[data-step="1"]')
+    assert "cut" in cell.get_attribute("class").split()
+    panel = cut_page.locator(f'.agent[data-seat="{cut["seat"]}"]')
+    assert "cut-off" in panel.get_attribute("class").split() and "CUT OFF" in panel.inner_text()
+    assert cut_problems == []
+    cut_page.close()
 
     page.locator("#slider").fill(str(step))
     shot = DOCS_FIGURE if os.environ.get("ALEMLITE_WRITE_DOCS") == "1" else tmp_path / "viewer.png"
