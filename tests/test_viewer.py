@@ -28,6 +28,7 @@ from alemlite.envs.dining import render as dining_render
 from alemlite.envs.dining.state import initial_state
 from alemlite_app.cli import main
 from llm_bridge.transcripts import read_records
+from llm_bridge.viewer.page import png_data_uri
 from tests.llm_server import ChatServer, Reply, dining_resource_ordering
 
 CHROMIUM_ARGS = [
@@ -323,3 +324,33 @@ def test_the_dining_picture_shows_who_eats_waits_and_holds_forks():
     # The meal count is written on the plate: another count draws other pixels.
     fed = dataclasses.replace(busy, meals=busy.meals + 1)
     assert (np.asarray(draw(fed)) != np.asarray(draw(busy))).any()
+
+
+def test_image_prompts_show_their_pictures(dining_run, browser, tmp_path):
+    """A turn whose prompt carries OpenAI content parts (text, then a PNG) shows both."""
+    run = tmp_path / "images"
+    run.mkdir()
+    shutil.copy(dining_run / "summary.json", run / "summary.json")
+    picture = np.zeros((8, 8, 3), np.uint8)
+    picture[:, :4] = (250, 30, 30)
+    url = png_data_uri(picture, 256)
+    lines = []
+    for line in (dining_run / "transcript.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "turn" and (record["episode"], record["step"]) == (1, 0):
+            text = record["prompt"][-1]["content"]
+            record["prompt"][-1]["content"] = [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {"url": url}},
+            ]
+        lines.append(json.dumps(record))
+    (run / "transcript.jsonl").write_text("\n".join(lines) + "\n")
+    main(["view", str(run), "--no-progress"])
+    page, problems = _open(browser, (run / "view" / "episode-0001.html").as_uri())
+    prompt = page.locator('.agent[data-seat="0"] details.prompt')
+    prompt.locator("summary").click()
+    assert prompt.locator("img").get_attribute("src") == url
+    assert "philosopher 0" in prompt.locator("pre").last.inner_text()
+    assert prompt.locator("img").evaluate("image => image.naturalWidth") == 8
+    assert problems == []
+    page.close()
