@@ -160,6 +160,58 @@ class CurriculumConfig:
 
 
 @dataclass(frozen=True)
+class DistributedConfig:
+    """One run over several processes (one per host, or per accelerator): every process runs
+    the same command, with its own `process_id`."""
+
+    enabled: bool = False
+    """Join the run's processes (`jax.distributed.initialize`) before training."""
+    coordinator: str = ""
+    """HOST:PORT of process 0, reachable from every process; empty: JAX's own cluster
+    detection (Slurm, Open MPI, Kubernetes, Cloud TPU) finds it, and the other two."""
+    num_processes: int | None = None
+    """Processes in the run; None: detected."""
+    process_id: int | None = None
+    """This process's rank, 0 .. num_processes - 1 (0 writes the run's files); None: detected."""
+
+    def __post_init__(self):
+        given = {
+            name: value
+            for name, value in (
+                ("coordinator", self.coordinator or None),
+                ("num_processes", self.num_processes),
+                ("process_id", self.process_id),
+            )
+            if value is not None
+        }
+        for name, value in given.items():
+            require(
+                self.enabled,
+                f"distributed.{name}={value!r} joins a multi-process run; add "
+                "--distributed.enabled, or drop it",
+            )
+        host, _, port = self.coordinator.rpartition(":")
+        require(
+            not self.coordinator or (bool(host) and port.isdigit()),
+            f"distributed.coordinator={self.coordinator!r} must be HOST:PORT (e.g. "
+            "10.0.0.1:1234), or empty for JAX's cluster detection",
+        )
+        require(
+            self.num_processes is None or self.num_processes >= 1,
+            f"distributed.num_processes={self.num_processes} must be at least 1",
+        )
+        require(
+            self.process_id is None or self.process_id >= 0,
+            f"distributed.process_id={self.process_id} must be at least 0",
+        )
+        require(
+            None in (self.process_id, self.num_processes) or self.process_id < self.num_processes,
+            f"distributed.process_id={self.process_id} must be below "
+            f"distributed.num_processes={self.num_processes}",
+        )
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """A whole training run: algorithm, environment, batch shape, schedule and outputs."""
 
@@ -213,8 +265,9 @@ class TrainConfig:
     `out/damaged_checkpoints/` and the run resumes from the newest whole one, saying so."""
     progress: bool = True
     """Show a progress bar."""
-    distributed: bool = False
-    """Call `jax.distributed.initialize()` first (multi-host runs)."""
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    """Several processes: the coordinator's address, the process count and this process's id
+    (`--distributed.enabled` alone: JAX detects them on Slurm, Kubernetes, ...)."""
 
     def __post_init__(self):
         if isinstance(self.out, str):  # given in code, or read from config.json
@@ -321,6 +374,12 @@ class TrainConfig:
         )
         env = values.get("env", DEFAULT_ENV)
         options = values.get("options")
+        launch = values.get("distributed", {})
+        require(
+            isinstance(launch, dict),
+            f"distributed={launch!r} is not how this alemlite records a launch (a config.json "
+            "written by an older alemlite?); start the run afresh in a new --out",
+        )
         return cls(
             **{
                 **values,
@@ -329,6 +388,7 @@ class TrainConfig:
                 "ppo": PPOConfig(**values["ppo"]),
                 "group": GroupConfig(**values.get("group", {})),
                 "curriculum": CurriculumConfig(**values.get("curriculum", {})),
+                "distributed": DistributedConfig(**launch),
             }
         )
 
@@ -355,7 +415,7 @@ class TrainConfig:
             out=defaults.out,
             resume=False,
             progress=False,
-            distributed=False,
+            distributed=DistributedConfig(),
         )
 
     def differences_that_break_resume(self, saved: TrainConfig) -> list[str]:
@@ -365,9 +425,10 @@ class TrainConfig:
             "num_updates",
             "resume",
             "progress",
-            "distributed",
             "out",
             "test_episodes",
+            # how the processes are launched, not what they train
+            *(f"distributed.{f.name}" for f in dataclasses.fields(DistributedConfig)),
         }
         mine, theirs = _settings(self.to_dict()), _settings(saved.to_dict())
         names = list(mine) + [name for name in theirs if name not in mine]

@@ -204,11 +204,13 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     )
     progress = schedule.start()
     if config.resume:
-        abstract_state = {
-            "runner": program.abstract_runner,
-            "best": jax.eval_shape(lambda: best),
-            **schedule.checkpoint_entries(jax.eval_shape(lambda: progress)),
-        }
+        abstract_state = distributed.global_layout(
+            {
+                "runner": program.abstract_runner,
+                "best": jax.eval_shape(lambda: best),
+                **schedule.checkpoint_entries(jax.eval_shape(lambda: progress)),
+            }
+        )
         update, state, _, notes = checkpoints.restore_newest(
             abstract_state, run_dir / "damaged_checkpoints"
         )
@@ -274,7 +276,9 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
                 config, progress, runner, validation_return
             )
             eval_record.update(stage_record)
-            state = {"best": best, **schedule.checkpoint_entries(progress), "runner": runner}
+            state = distributed.global_arrays(
+                {"best": best, **schedule.checkpoint_entries(progress), "runner": runner}
+            )
             checkpoint = state, {"update": update, "validation_return": validation_return.tolist()}
             records.append(eval_record)
         # The records go to the log before their checkpoint is saved, so that a run stopped
@@ -297,8 +301,9 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     summary = _final_summary(config, evaluator, runner, best, agent_steps)
     summary.update(schedule.summary(config, progress, runner, best.actor_params, summary))
     summary["references"] = reference_summaries
+    # Every process takes part in the export: orbax saves collectively.
+    _export_policies(run_dir, env, config, algorithm, runner, best)
     if is_main:
-        _export_policies(run_dir, env, config, algorithm, runner, best)
         _write_replacing(run_dir / "summary.json", lambda path: path.write_text(to_json(summary)))
     return summary
 
