@@ -6,6 +6,7 @@ stand-in server; refusals."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from alemlite_app.cli import main
 from llm_bridge.compare import read_result
 from llm_bridge.gap.config import GapConfig
 from llm_bridge.gap.plan import plan_stratum
+from llm_bridge.gap.report import markdown_report
 from llm_bridge.gap.scores import gap_interval, role_metrics
 from llm_bridge.stand_in import StandInServer, choices
 from llm_bridge.transcripts import read_records
@@ -182,3 +184,12 @@ def test_bad_options_are_refused_before_anything_runs(capsys, tmp_path):
     assert _refusal(["--checkpoints", "nowhere"], capsys, tmp_path).startswith("nowhere: no such")
     message = _refusal(["--env", "craft", "--difficulties", "easy", "impossible"], capsys, tmp_path)
     assert message.startswith("--difficulty='impossible' must be one of")
+
+
+def test_the_published_report_is_the_one_its_json_renders():
+    folder = Path(__file__).resolve().parents[1] / "benchmarks/results/gap_dining_stand_in"
+    results = json.loads((folder / "gap.json").read_text())
+    figures = {name: folder / "figures" / f"{name}.png" for name in ("scores", "gaps")}
+    assert all(path.exists() for path in figures.values())
+    assert markdown_report(results, figures, folder) == (folder / "gap.md").read_text()
+    assert not results["provenance"]["dirty"]
