@@ -179,11 +179,8 @@ def episode_page(data: dict[str, Any]) -> str:
 
 
 def _number(value: float) -> str:
-    return (
-        f"{value:.3g}"
-        if isinstance(value, float) and not float(value).is_integer()
-        else (f"{value:g}")
-    )
+    """A score for the table: three significant digits; whole and large numbers as integers."""
+    return f"{value:.0f}" if float(value).is_integer() or abs(value) >= 1000 else f"{value:.3g}"
 
 
 def index_page(

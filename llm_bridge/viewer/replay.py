@@ -110,7 +110,7 @@ class Replayer:
         """Every episode of the run, replayed and checked, in episode order."""
         ids = self.records.episode_ids
         seed = int(self.records.config["seed"])
-        keys = episode_keys(seed, max(ids) + 1) if ids else None
+        keys = episode_keys(seed, max(ids) + 1)
         for position, episode in enumerate(ids):
             yield self._replay(position, episode, seed, keys[episode])
 
@@ -138,13 +138,9 @@ class Replayer:
                 f"{self._where(episode)}: the run finished, but the replay of its "
                 f"{len(actions)} recorded steps did not end the episode",
             )
-        metrics = {
-            name: float(np.mean(value))
-            for name, value in jax.device_get(
-                self._metrics(state, total, jnp.int32(len(actions)))
-            ).items()
-            if np.ndim(value) == 0
-        }
+        values = jax.device_get(self._metrics(state, total, jnp.int32(len(actions))))
+        # Per-seat vectors stay out, as in the run's summary.
+        metrics = {name: float(value) for name, value in values.items() if np.ndim(value) == 0}
         self._check(position, episode, metrics)
         return Episode(
             episode=episode,

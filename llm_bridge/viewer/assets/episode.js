@@ -28,7 +28,7 @@
 
   function format(value) {
     if (typeof value !== "number") return String(value);
-    return Number.isInteger(value) ? String(value) : value.toPrecision(3);
+    return Number.isInteger(value) || Math.abs(value) >= 1000 ? value.toFixed(0) : value.toPrecision(3);
   }
 
   // ---- the fixed part of the page -------------------------------------------------------
