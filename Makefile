@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean browser
 
 setup: $(STAMP)
 
@@ -17,9 +17,19 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/alemlite demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n 2 --dist loadfile -q
+
+# Chromium for the viewer's browser tests (tests/test_viewer.py); they skip, saying why, without it.
+browser:
+	@if [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; } || \
+		echo "note: Chromium could not be installed: tests/test_viewer.py skips its browser tests"; \
+	else \
+		echo "note: no Chromium: tests/test_viewer.py skips its browser tests (as root: apt-get install -y chromium)"; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
