@@ -9,11 +9,10 @@ chat format carries images: `{"type": "image_url", "image_url": {"url": "data:..
 from __future__ import annotations
 
 import base64
-import io
 from typing import Any, Literal
 
+import imageio.v3 as iio
 import numpy as np
-from PIL import Image
 
 Observation = Literal["text", "image", "both"]
 OBSERVATIONS: tuple[str, ...] = ("text", "image", "both")
@@ -34,9 +33,8 @@ def enlarge(frame: np.ndarray) -> np.ndarray:
 
 def png_data_uri(frame: np.ndarray) -> str:
     """The enlarged frame as a `data:image/png;base64,...` URI."""
-    buffer = io.BytesIO()
-    Image.fromarray(enlarge(np.asarray(frame, np.uint8)), "RGB").save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    png = iio.imwrite("<bytes>", enlarge(np.asarray(frame, np.uint8)), extension=".png")
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def user_content(observation: Observation, text: str, notes: str, frame: Any) -> Any:

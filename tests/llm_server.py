@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import imageio.v3 as iio
 import numpy as np
-from PIL import Image
 
 FAULT_KINDS = ("rate_limit", "server_error", "drop", "slow", "malformed")
 _DATA_URI = "data:image/png;base64,"
@@ -67,7 +67,7 @@ def images_of(body: dict) -> list[np.ndarray]:
     urls = [part["image_url"]["url"] for part in parts if part.get("type") == "image_url"]
     assert all(url.startswith(_DATA_URI) for url in urls), "images must be PNG data URIs"
     return [
-        np.asarray(Image.open(io.BytesIO(base64.b64decode(url[len(_DATA_URI) :]))).convert("RGB"))
+        np.asarray(iio.imread(base64.b64decode(url[len(_DATA_URI) :]), extension=".png"))
         for url in urls
     ]
 
@@ -156,6 +156,12 @@ class ServerLog:
 class _LoopbackServer(ThreadingHTTPServer):
     request_queue_size = 256  # many concurrent connects, none refused
     daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        # A client that hung up before its answer was written (a run stopped by a refusal
+        # cancels its other requests) is no fault of the server's: nothing to print.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _count_tokens(text: str) -> int:
