@@ -9,6 +9,12 @@ and a plot.
     python -m benchmarks.training_speed --env dining --philosophers 5
     python -m benchmarks.training_speed --env craft --agents 3 --map-size 32 --max-steps 500 \
         --network.hidden-size 32 --log2-envs 4 6 8
+
+Two or more Craft observation encodings (`--obs-encodings dense symbolic`) are timed in one
+run, in alternation (`bench/training.py: measure_variants`), with the observation's cost
+beside them (unused, summed on device, copied to the host step by step), into
+`training_speed_craft_obs_encodings_<platform>.json`. Every update figure carries the
+projected hours for one billion agent steps.
 """
 
 from __future__ import annotations
@@ -46,11 +52,22 @@ class TrainingSpeedConfig(ResultsFolder):
     num_steps: int = 32
     network: NetworkConfig = field(default_factory=NetworkConfig)
     repeats: int = 5
+    obs_encodings: tuple[str, ...] = ("dense",)
+    """craft: observation encodings; two or more are timed in alternation."""
+    rounds: int = 7
+    """Alternating rounds when several encodings are timed (medians over the rounds)."""
+    observation_log2_envs: tuple[int, ...] = (8,)
+    """Batch sizes at which, with several encodings, the observation's cost is timed too."""
 
     def __post_init__(self):
-        self.benchmark()
+        for encoding in self.obs_encodings:
+            self.benchmark(encoding)
 
-    def options(self) -> EnvOptions:
+    @property
+    def alternating(self) -> bool:
+        return self.env == "craft" and len(self.obs_encodings) > 1
+
+    def options(self, obs_encoding: str = "dense") -> EnvOptions:
         """The environment these flags describe (each environment's are checked)."""
         limit = {} if self.max_steps is None else {"max_steps": self.max_steps}
         with named_as(num_agents="philosophers"):
@@ -58,14 +75,14 @@ class TrainingSpeedConfig(ResultsFolder):
         with named_as(num_agents="agents"):
             craft = alemlite.spec("craft").options(
                 num_agents=self.agents, map_size=self.map_size, difficulty=self.difficulty,
-                **limit,
+                obs_encoding=obs_encoding, **limit,
             )  # fmt: skip
         return dining if self.env == "dining" else craft
 
-    def benchmark(self) -> training.TrainingSpeedConfig:
+    def benchmark(self, obs_encoding: str = "dense") -> training.TrainingSpeedConfig:
         return training.TrainingSpeedConfig(
             env=self.env,
-            options=self.options(),
+            options=self.options(obs_encoding),
             algorithms=self.algorithms,
             log2_envs=self.log2_envs,
             num_steps=self.num_steps,
@@ -75,10 +92,22 @@ class TrainingSpeedConfig(ResultsFolder):
 
 
 def main(config: TrainingSpeedConfig) -> None:
+    if config.alternating:
+        return main_alternating(config)
     out_dir, provenance = config.begin("training_speed")
     result = training.measure(config.benchmark())
     path = write_results(f"training_speed_{config.env}", result, out_dir, provenance)
     training.plot(result, config.algorithms, path.with_suffix(".png"))
+    print(f"wrote {path}")
+
+
+def main_alternating(config: TrainingSpeedConfig) -> None:
+    out_dir, provenance = config.begin("training_speed")
+    variants = {encoding: config.benchmark(encoding) for encoding in config.obs_encodings}
+    result = training.measure_variants(variants, config.rounds, config.observation_log2_envs)
+    name = f"training_speed_{config.env}_obs_encodings"
+    path = write_results(name, result, out_dir, provenance)
+    training.plot_variants(result, config.algorithms, path.with_suffix(".png"))
     print(f"wrote {path}")
 
 
