@@ -9,9 +9,11 @@ Two reset sources:
 - `pool_size=0`: every finished environment generates a fresh start state.
   Under vmap a masked reset runs for every environment on every step, so use
   this only where `generate` is cheap (dining).
-- `pool_size=M`: a ring of M pre-generated start states, of which
-  `refresh_per_step` are regenerated each step (optimistic reset, as in
-  Craftax). Finished environments take consecutive slots from a cursor. If more
+- `pool_size=M`: a ring of M pre-generated start states (optimistic reset, as in
+  Craftax). Finished environments take consecutive slots from a cursor, and on
+  each step where any environment finished, the `refresh_per_step` slots just
+  handed out are regenerated from fresh keys (a step where none finished
+  regenerates nothing: the pool is as good as it was). If more
   environments finish in one step than are refreshed, the older of the slots
   they took are only refreshed later, so a start state can be reused once the
   cursor has gone round the ring; every environment still restarts, from a
@@ -96,14 +98,23 @@ class VecEnv:
         """Fresh episodes in every environment (and a filled pool)."""
         env_key, pool_key = jax.random.split(key)
         keys = jax.random.split(env_key, self.num_envs)
-        obs, env_state = self._vmap(self.env.reset, (0,), params)(keys, params)
-        pool = None
-        if self.pool_size:
-            pool_keys = jax.random.split(pool_key, self.pool_size)
-            pool = jax.vmap(self.env.generate, in_axes=(0, None))(
-                pool_keys, self._first_params(params)
-            )
-        return obs, VecState(env_state=env_state, pool=pool, pool_cursor=jnp.zeros((), jnp.int32))
+        cursor = jnp.zeros((), jnp.int32)
+        if not self.pool_size:
+            obs, env_state = self._vmap(self.env.reset, (0,), params)(keys, params)
+            return obs, VecState(env_state=env_state, pool=None, pool_cursor=cursor)
+        # `Environment.reset` as one generation of the environments' worlds and the pool's
+        # together (the same keys, so the same states): one copy of `generate` to compile.
+        generate_keys, finish_keys = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+        pool_keys = jax.random.split(pool_key, self.pool_size)
+        worlds = jax.vmap(self.env.generate, in_axes=(0, None))(
+            jnp.concatenate([generate_keys, pool_keys]), self._first_params(params)
+        )
+        started = jax.tree.map(lambda leaf: leaf[: self.num_envs], worlds)
+        pool = jax.tree.map(lambda leaf: leaf[self.num_envs :], worlds)
+        obs, env_state = self._vmap(self.env.reset_from, (0, 0), params)(
+            finish_keys, started, params
+        )
+        return obs, VecState(env_state=env_state, pool=pool, pool_cursor=cursor)
 
     def step(
         self, key: jax.Array, state: VecState, actions: jax.Array, params: Any
@@ -121,6 +132,18 @@ class VecEnv:
                 env_state, params
             ),
         }
+        # Restarting costs the same whether one environment finished or none did (under vmap
+        # every branch runs for every environment), so it runs only on steps where one did:
+        # at a small batch most steps have none. Under an outer vmap `cond` runs both sides.
+        obs, env_state, pool, cursor = jax.lax.cond(
+            done.any(),
+            lambda: self._restart(reset_key, refresh_key, state, obs, env_state, done, params),
+            lambda: (obs, env_state, state.pool, state.pool_cursor),
+        )
+        return obs, VecState(env_state=env_state, pool=pool, pool_cursor=cursor), reward, done, info
+
+    def _restart(self, reset_key, refresh_key, state: VecState, obs, env_state, done, params):
+        """Finished environments from a start state (the pool's, or freshly generated)."""
         reset_keys, reset_key_axis = self._keys_for(reset_key, self.env.needs_reset_key)
         if self.pool_size:
             restart_obs, restart_state, pool, cursor = self._draw_from_pool(
@@ -142,7 +165,7 @@ class VecEnv:
 
         obs = where_done(restart_obs, obs)
         env_state = jax.tree.map(where_done, restart_state, env_state)
-        return obs, VecState(env_state=env_state, pool=pool, pool_cursor=cursor), reward, done, info
+        return obs, env_state, pool, cursor
 
     def _keys_for(self, key: jax.Array, needed: bool) -> tuple[jax.Array, int | None]:
         """One key per environment, or one shared key where none is ever drawn from.
