@@ -2,9 +2,12 @@
 
 Times `VecEnv` with auto-reset from a pool of pre-generated worlds, driven by hashed
 actions of (step, env, agent) (env only) and by a `jax.random` uniform policy. Where
-peer virtual environments are given, the same run times `craftax` Classic symbolic
-(with and without auto-reset) and `alem-env` (`step` and `step_env`) at the same
-batch sizes, alternating with alemlite, and prints the ratios. Writes
+peer virtual environments are given, the same run sweeps `craftax` Classic symbolic
+(with and without auto-reset) and `alem-env` (`step` and `step_env`) over batch sizes
+(`--peer-envs`, each peer until a larger batch stops helping it), alternating with
+alemlite at each size, and reports each ratio at `--ratio-envs` environments and at
+each side's best batch. The compile time of the program timed at `--ratio-envs` is
+measured from `--compile-runs` fresh compiles (no compilation cache). Writes
 `benchmarks/results/craft_throughput_<platform>.json` and a plot beside it.
 
     python -m benchmarks.craft_throughput --max-log2-envs 12
@@ -14,6 +17,7 @@ batch sizes, alternating with alemlite, and prints the ratios. Writes
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,7 +32,13 @@ import alemlite
 from alemlite.core.errors import ConfigError, require_at_least
 from alemlite.core.spec import EnvOptions
 from benchmarks.bench.throughput import state_bytes, time_batch
-from benchmarks.harness import ResultsFolder, hash_actions, time_compiled, write_results
+from benchmarks.harness import (
+    ResultsFolder,
+    hash_actions,
+    time_compiled,
+    vec_rollout,
+    write_results,
+)
 from benchmarks.peers.table import PEERS, PeerRun
 
 CRAFT = alemlite.spec("craft")
@@ -53,8 +63,15 @@ class CraftBenchConfig(ResultsFolder):
     """python of a virtual environment with craftax==1.6.1 (None: skip the peer)"""
     alem_python: Path | None = None
     """python of a virtual environment with alem-env==0.2.1 (None: skip the peer)"""
-    peer_envs: tuple[int, ...] = (64,)
-    """batch sizes at which peers are timed, alternating with alemlite"""
+    peer_envs: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024)
+    """batch sizes at which peers are timed, in this order, alternating with alemlite"""
+    ratio_envs: int = 64
+    """the batch of the headline ratios (the peers' own benchmark batch); always timed"""
+    peer_stop_gain: float = 1.05
+    """past `ratio_envs`, a peer stops at the first batch where none of its modes gained this
+    factor over its best so far (1: sweep every size)"""
+    compile_runs: int = 5
+    """fresh compiles (no cache) of the program timed at `ratio_envs` (0: skip)"""
     map_size_check: tuple[int, ...] = (16, 48, 128)
     """map sizes at which `step` alone (no reset) is timed, to show it ignores the map"""
     map_size_check_envs: int = 512
@@ -70,8 +87,11 @@ class CraftBenchConfig(ResultsFolder):
             repeats=self.repeats,
             pool_size=self.pool_size,
             peer_envs=self.peer_envs,
+            ratio_envs=self.ratio_envs,
             map_size_check_envs=self.map_size_check_envs,
         )
+        require_at_least(0, compile_runs=self.compile_runs)
+        require_at_least(1.0, peer_stop_gain=self.peer_stop_gain)
         self.options()
         for map_size in self.map_size_check:
             try:
@@ -167,23 +187,8 @@ def run(config: CraftBenchConfig) -> dict:
             f"{row['env_steps_per_s']:.3e} env steps/s at {row['num_envs']} envs"
         )
 
-    peers = _available_peers(config)
-    timers = {peer.name: peer.time for peer in PEERS["craft"]}
-    side_by_side = []
-    for num_envs in config.peer_envs if peers else ():
-        ours = _time_alemlite(env, num_envs, config, random_policy=False)
-        for name, python in peers.items():
-            request = PeerRun(num_envs, config.steps_per_call, config.repeats, python)
-            for row in timers[name](config.options(), request):
-                if "env_steps_per_s" in row:
-                    row["alemlite_env_steps_per_s"] = ours["env_steps_per_s"]
-                    row["ratio"] = ours["env_steps_per_s"] / row["env_steps_per_s"]
-                    print(
-                        f"{num_envs:>6} envs  {name} {row['mode']:<12} "
-                        f"{row['env_steps_per_s']:>12.0f} env steps/s  "
-                        f"alemlite {ours['env_steps_per_s']:>12.0f}  ratio {row['ratio']:.0f}x"
-                    )
-                side_by_side.append(row)
+    side_by_side = _side_by_side(env, config, _available_peers(config))
+    compile_runs = _compile_runs(env, config)
 
     best = {}
     for policy in ("hashed", "uniform_random"):
@@ -192,6 +197,9 @@ def run(config: CraftBenchConfig) -> dict:
             key: top[key] for key in ("num_envs", "env_steps_per_s", "agent_steps_per_s")
         }
     compile_s = [r["timing"]["compile_s"] for r in sweep]
+    ours = [r for r in sweep if r["policy"] == "hashed"]
+    ours += [r for r in side_by_side if r.get("peer") == "alemlite"]
+    ratios = _ratios(ours, side_by_side, config.ratio_envs)
     payload = {
         "config": {
             **asdict(config),
@@ -205,9 +213,11 @@ def run(config: CraftBenchConfig) -> dict:
             "median": float(np.median(compile_s)),
             "max": max(compile_s),
         },
+        "compile_runs": compile_runs,
         "sweep": sweep,
         "step_only_by_map_size": step_only,
         "peers": side_by_side,
+        "ratios": ratios,
         "best": best,
     }
     path = write_results("craft_throughput", payload, out_dir, provenance)
@@ -217,12 +227,133 @@ def run(config: CraftBenchConfig) -> dict:
             f"{PLOT_LABELS[policy]:>26}: {entry['env_steps_per_s']:.3e} env steps/s, "
             f"{entry['agent_steps_per_s']:.3e} agent steps/s at {entry['num_envs']} envs"
         )
+    for name, entry in ratios.items():
+        at, top = entry["at_ratio_envs"], entry["at_best"]
+        print(
+            f"{name:>16}: {at['ratio'] if at else float('nan'):.1f}x at {config.ratio_envs} envs,"
+            f" {top['ratio']:.1f}x at each side's best ({top['alemlite_num_envs']} vs "
+            f"{top['peer_num_envs']} envs)"
+        )
     print(
         f"state {payload['state_bytes_per_env']} bytes per env; compile "
         f"{payload['compile_s']['median']:.1f} s (median over the sweep)"
+        + (
+            f"; {len(compile_runs['runs_s'])} fresh compiles at {config.ratio_envs} envs: "
+            + ", ".join(f"{value:.1f}" for value in compile_runs["runs_s"])
+            + " s"
+            if compile_runs
+            else ""
+        )
     )
     print(f"wrote {path} and {plot_path}")
     return payload
+
+
+def _side_by_side(env, config: CraftBenchConfig, peers: dict[str, Path]) -> list[dict]:
+    """At each of `peer_envs`, alemlite then every peer still sweeping, alternating.
+
+    A peer stops past `ratio_envs` once a batch brings none of its modes a gain of
+    `peer_stop_gain` over its best so far (a larger batch no longer helps it); a peer that
+    fails (out of memory) stops there. alemlite rows carry `"peer": "alemlite"`.
+    """
+    if not peers:
+        return []
+    timers = {peer.name: peer.time for peer in PEERS["craft"]}
+    sizes = sorted(set(config.peer_envs) | {config.ratio_envs})
+    sweeping, best, rows = dict(peers), {}, []
+    for num_envs in tqdm(sizes, desc="peers side by side"):
+        if not sweeping:
+            break
+        ours = _time_alemlite(env, num_envs, config, random_policy=False)
+        ours = {"peer": "alemlite", "mode": "beside the peers", **ours}
+        rows.append(ours)
+        for name, python in list(sweeping.items()):
+            request = PeerRun(num_envs, config.steps_per_call, config.repeats, python)
+            gained = False
+            for row in timers[name](config.options(), request):
+                rows.append(row)
+                if "env_steps_per_s" not in row:
+                    continue
+                row["alemlite_env_steps_per_s"] = ours["env_steps_per_s"]
+                row["ratio"] = ours["env_steps_per_s"] / row["env_steps_per_s"]
+                print(
+                    f"{num_envs:>6} envs  {name} {row['mode']:<12} "
+                    f"{row['env_steps_per_s']:>12.0f} env steps/s  "
+                    f"alemlite {ours['env_steps_per_s']:>12.0f}  ratio {row['ratio']:.0f}x"
+                )
+                previous = best.get((name, row["mode"]), 0.0)
+                gained |= row["env_steps_per_s"] >= config.peer_stop_gain * previous
+                best[name, row["mode"]] = max(previous, row["env_steps_per_s"])
+            failed = any("error" in row for row in rows if row.get("peer") == name)
+            if failed or (num_envs > config.ratio_envs and not gained):
+                print(f"{name}: sweep stops at {num_envs} envs")
+                del sweeping[name]
+    return rows
+
+
+def _ratios(ours: list[dict], peers: list[dict], ratio_envs: int) -> dict[str, dict]:
+    """Per peer mode: the ratio at `ratio_envs` (alemlite timed beside it) and at each side's
+    best batch (alemlite's best hashed rate in the whole run against the peer's best)."""
+    top = max(ours, key=lambda row: row["env_steps_per_s"])
+    ratios = {}
+    for key in sorted({(r["peer"], r["mode"]) for r in peers if "ratio" in r}):
+        rows = [r for r in peers if (r.get("peer"), r.get("mode")) == key and "ratio" in r]
+        at = next((r for r in rows if r["num_envs"] == ratio_envs), None)
+        peer_top = max(rows, key=lambda row: row["env_steps_per_s"])
+        ratios[f"{key[0]}/{key[1]}"] = {
+            "at_ratio_envs": None
+            if at is None
+            else {
+                "num_envs": ratio_envs,
+                "alemlite_env_steps_per_s": at["alemlite_env_steps_per_s"],
+                "peer_env_steps_per_s": at["env_steps_per_s"],
+                "ratio": at["ratio"],
+            },
+            "at_best": {
+                "alemlite_num_envs": top["num_envs"],
+                "alemlite_env_steps_per_s": top["env_steps_per_s"],
+                "peer_num_envs": peer_top["num_envs"],
+                "peer_env_steps_per_s": peer_top["env_steps_per_s"],
+                "ratio": top["env_steps_per_s"] / peer_top["env_steps_per_s"],
+            },
+            "peer_batches": [r["num_envs"] for r in rows],
+        }
+    return ratios
+
+
+def _compile_runs(env, config: CraftBenchConfig) -> dict:
+    """Seconds of `compile_runs` fresh compiles of the program timed at `ratio_envs`.
+
+    Each traces a new function and compiles it with JAX's persistent cache off, so none
+    reuses an earlier compile.
+    """
+    if not config.compile_runs:
+        return {}
+    pool = min(config.pool_size, config.ratio_envs)
+    runs = []
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        for _ in tqdm(range(config.compile_runs), desc="fresh compiles"):
+            rollout = vec_rollout(
+                env,
+                config.ratio_envs,
+                config.steps_per_call,
+                "hashed",
+                pool,
+                config.refresh_per_step,
+            )
+            start = time.perf_counter()
+            jax.jit(rollout).lower(jax.random.PRNGKey(0)).compile()
+            runs.append(time.perf_counter() - start)
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+    return {
+        "num_envs": config.ratio_envs,
+        "runs_s": runs,
+        "median_s": float(np.median(runs)),
+        "max_s": max(runs),
+    }
 
 
 def _plot(sweep: list[dict], peers: list[dict], path: Path, config: CraftBenchConfig) -> Path:
@@ -241,7 +372,7 @@ def _plot(sweep: list[dict], peers: list[dict], path: Path, config: CraftBenchCo
         rows = [r for r in peers if (r.get("peer"), r.get("mode")) == key]
         axis.plot(
             [r["num_envs"] for r in rows],
-            [r["env_steps_per_s"] * r.get("num_agents", 1) for r in rows],
+            [r["agent_steps_per_s"] for r in rows],
             ":",
             marker="s",
             markersize=4,

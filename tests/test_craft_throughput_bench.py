@@ -1,0 +1,122 @@
+"""The Craft throughput benchmark's peer sweep and ratios, with stand-in peers (nothing is
+compiled or timed): which batches each peer is timed at, where its sweep stops, and which
+rows each reported ratio comes from."""
+
+from pathlib import Path
+
+import pytest
+
+from alemlite.core.errors import ConfigError
+from benchmarks import craft_throughput as bench
+from benchmarks.peers.table import Peer
+
+# Stand-in env steps/s by batch: one peer that stops improving past 128 envs, one that
+# fails (runs out of memory) at 256.
+RATES = {
+    "alem": {16: 100.0, 32: 200.0, 64: 400.0, 128: 500.0, 256: 505.0, 512: 900.0},
+    "craftax": {16: 50.0, 32: 60.0, 64: 70.0, 128: 80.0},
+}
+
+
+def _alemlite_rate(num_envs: int) -> float:
+    return 1000.0 * num_envs
+
+
+@pytest.fixture
+def stand_ins(monkeypatch):
+    calls = []
+
+    def timer(name):
+        def time(options, run):
+            calls.append((name, run.num_envs))
+            if run.num_envs not in RATES[name]:
+                return [{"peer": name, "num_envs": run.num_envs, "error": "out of memory"}]
+            rate = RATES[name][run.num_envs]
+            return [
+                {"peer": name, "mode": mode, "num_envs": run.num_envs, "env_steps_per_s": rate * k,
+                 "agent_steps_per_s": rate * k}
+                for mode, k in (("fast", 2.0), ("slow", 1.0))
+            ]  # fmt: skip
+
+        return time
+
+    monkeypatch.setitem(
+        bench.PEERS, "craft", tuple(Peer(name, timer(name), "setup") for name in RATES)
+    )
+    monkeypatch.setattr(
+        bench,
+        "_time_alemlite",
+        lambda env, num_envs, config, random_policy: {
+            "num_envs": num_envs,
+            "policy": "hashed",
+            "env_steps_per_s": _alemlite_rate(num_envs),
+        },
+    )
+    return calls
+
+
+def test_peers_are_swept_until_a_larger_batch_stops_helping_them(stand_ins):
+    config = bench.CraftBenchConfig(peer_envs=(16, 32, 64, 128, 256, 512), ratio_envs=64)
+    rows = bench._side_by_side(None, config, {"alem": Path("a"), "craftax": Path("c")})
+    # alem gains < 5% from 128 to 256 envs: stops there; craftax fails at 256 and stops.
+    assert [n for name, n in stand_ins if name == "alem"] == [16, 32, 64, 128, 256]
+    assert [n for name, n in stand_ins if name == "craftax"] == [16, 32, 64, 128, 256]
+    # alemlite is timed at each size, before the peers, until no peer is left.
+    ours = [row["num_envs"] for row in rows if row["peer"] == "alemlite"]
+    assert ours == [16, 32, 64, 128, 256]
+    row = next(r for r in rows if (r["peer"], r.get("mode"), r["num_envs"]) == ("alem", "fast", 64))
+    assert row["alemlite_env_steps_per_s"] == _alemlite_rate(64)
+    assert row["ratio"] == pytest.approx(_alemlite_rate(64) / 800.0)
+
+
+def test_a_peer_is_swept_past_the_ratio_batch_even_without_gains(stand_ins):
+    # Up to ratio_envs nothing stops a peer; the ratio batch is timed even if not listed;
+    # past it the first batch without the gain asked for is the last.
+    config = bench.CraftBenchConfig(
+        peer_envs=(128, 16, 32, 256), ratio_envs=64, peer_stop_gain=100.0
+    )
+    bench._side_by_side(None, config, {"alem": Path("a")})
+    assert [n for _, n in stand_ins] == [16, 32, 64, 128]
+
+
+def test_ratios_at_the_ratio_batch_and_at_each_sides_best(stand_ins):
+    config = bench.CraftBenchConfig(peer_envs=(16, 32, 64, 128, 256, 512), ratio_envs=64)
+    rows = bench._side_by_side(None, config, {"alem": Path("a")})
+    sweep = [{"num_envs": 4096, "policy": "hashed", "env_steps_per_s": 3e6}]
+    ours = sweep + [row for row in rows if row["peer"] == "alemlite"]
+    ratios = bench._ratios(ours, rows, 64)
+    assert set(ratios) == {"alem/fast", "alem/slow"}
+    slow = ratios["alem/slow"]
+    assert slow["at_ratio_envs"] == {
+        "num_envs": 64,
+        "alemlite_env_steps_per_s": _alemlite_rate(64),
+        "peer_env_steps_per_s": 400.0,
+        "ratio": _alemlite_rate(64) / 400.0,
+    }
+    # The peer's best is at 256 envs (505), alemlite's at 4096 in the sweep.
+    assert slow["at_best"] == {
+        "alemlite_num_envs": 4096,
+        "alemlite_env_steps_per_s": 3e6,
+        "peer_num_envs": 256,
+        "peer_env_steps_per_s": 505.0,
+        "ratio": 3e6 / 505.0,
+    }
+    assert slow["peer_batches"] == [16, 32, 64, 128, 256]
+
+
+def test_no_peer_given_times_nothing_beside(stand_ins):
+    assert bench._side_by_side(None, bench.CraftBenchConfig(), {}) == []
+    assert stand_ins == []
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("compile_runs", -1, "compile_runs=-1 must be at least 0"),
+        ("peer_stop_gain", 0.5, "peer_stop_gain=0.5 must be at least 1.0"),
+        ("ratio_envs", 0, "ratio_envs=0 must be at least 1"),
+    ],
+)
+def test_bad_sweep_settings_are_refused(field, value, message):
+    with pytest.raises(ConfigError, match=message):
+        bench.CraftBenchConfig(**{field: value})
