@@ -44,6 +44,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("bench", "policies"): "benchmarks.bench.policies:run",
     ("bench", "prompts"): "benchmarks.bench.prompts:run",
     ("bench", "training"): "benchmarks.bench.training:run",
+    ("bench", "gpu"): "benchmarks.bench.gpu:run",
     ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
     ("render",): "alemlite_app.render:render",
