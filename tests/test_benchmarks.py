@@ -33,6 +33,7 @@ MAIN_CONFIGS = {
     "marl_dining": "benchmarks.marl_dining:MarlDiningConfig",
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
+    "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",
     "coordination_study": "benchmarks.study.config:StudyConfig",
 }
 
