@@ -38,7 +38,7 @@ def test_the_report_is_written_as_json_markdown_and_plots(report):
     out, results = report
     assert [s["key"] for s in results["strata"]] == ["n3", "n5"]
     assert results["roles"] == {
-        "base": "throughput", "coordination": "fairness", "return": "episode_return"
+        "base": "throughput", "coordination": "fed_share", "return": "episode_return"
     }  # fmt: skip
     for figure in ("scores.png", "gaps.png"):
         assert (out / "figures" / figure).stat().st_size > 0

@@ -338,6 +338,7 @@ class DiningOracle:
             "fairness": self.fairness(),
             "jain_index": jain_index(self.meals),
             "starvation": float(sum(meals == 0 for meals in self.meals)),
+            "fed_share": sum(meals > 0 for meals in self.meals) / len(self.meals),
             "deadlock": float(self.deadlocked),
             "deadlock_step": float(self.deadlock_step),
             "deadlock_events": float(self.deadlock_events),

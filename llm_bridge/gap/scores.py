@@ -15,8 +15,8 @@ score there). Higher is better for every one of them.
   expose per category; `normalised_return` (the achievement reward of both, in % of its
   most) stands in for Total%.
 - Dining: base = `throughput` (meals per step: the table's eating), coordination =
-  `fairness` (1 - normalised Gini of the meals: whether the forks were shared; note it is 1
-  at a table where nobody eats, so read it beside the base score).
+  `fed_share` (the share of philosophers who ate at least once: whether the forks were
+  shared). Not `fairness`, which is 1 at a table where nobody eats.
 - Matrix games: base = `mean_payoff` (payoff per player and round), coordination =
   `optimal_joint_action_rate` (rounds on the best joint action).
 
@@ -40,7 +40,7 @@ from alemlite.stats import mean_ci, stratified_bootstrap
 
 ROLE_METRICS: dict[str, tuple[str, ...]] = {
     "base": ("team_achievement_percent", "throughput", "mean_payoff"),
-    "coordination": ("coordination_achievement_percent", "fairness", "optimal_joint_action_rate"),
+    "coordination": ("coordination_achievement_percent", "fed_share", "optimal_joint_action_rate"),
     "total": ("normalised_return",),
 }
 """Metric names that can play each role, in order of preference."""

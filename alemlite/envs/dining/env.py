@@ -226,6 +226,8 @@ class DiningEnv(Environment[DiningState, DiningParams]):
             "fairness": as_float(fairness(state.meals, active)),
             "jain_index": as_float(jain_index(state.meals, active)),
             "starvation": as_float((active & (state.meals == 0)).sum()),
+            # Who got to eat at all: sharing the forks, which an idle table cannot fake.
+            "fed_share": as_float((active & (state.meals > 0)).sum() / active.sum()),
             "deadlock": state.deadlocked,  # a boolean outcome: reported as a rate
             "deadlock_step": as_float(state.deadlock_step),
             "deadlock_events": as_float(state.deadlock_events),

@@ -98,6 +98,7 @@ SPEC = EnvSpec(
         "meals_total",
         "throughput",
         "fairness",
+        "fed_share",
         "deadlock",
         "starvation",
         "valid_action_rate",
