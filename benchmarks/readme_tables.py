@@ -27,6 +27,7 @@ from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
 from benchmarks.study.config import method_label
 from benchmarks.study.statistics import aggregates
+from llm_bridge.gap.report import gap_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (
@@ -294,6 +295,28 @@ def marl_matrix() -> str:
     return marl_matrix_table(load("marl_matrix_cpu.json"))
 
 
+def jaxmarl_training() -> str:
+    """alemlite's compiled IPPO update beside JaxMARL's own IPPO script, timed in one run."""
+    rows = [
+        "| envs | alemlite IPPO agent steps/s | JaxMARL IPPO agent steps/s | ratio |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for row in load("jaxmarl_training_cpu.json")["rows"]:
+        alemlite_rate = row["alemlite"]["agent_steps_per_s"]
+        jaxmarl_rate = row["jaxmarl"]["agent_steps_per_s"]
+        rows.append(
+            f"| {row['num_envs']} | {alemlite_rate:,.0f} | {jaxmarl_rate:,.0f} | "
+            f"{row['ratio']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def gap_dining_stand_in() -> str:
+    """The headline gaps of the dining gap report against the scripted stand-in model."""
+    report = json.loads((RESULTS_DIR / "gap_dining_stand_in" / "gap.json").read_text())
+    return gap_table(report)
+
+
 PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
 # Shipped policy -> (results file, run name, scripted anchors shown beside it).
 SHIPPED = {
@@ -357,6 +380,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "craft_reference_teams": craft_reference_teams,
     "marl_craft": marl_craft,
     "marl_matrix": marl_matrix,
+    "jaxmarl_training": jaxmarl_training,
+    "gap_dining_stand_in": gap_dining_stand_in,
 }
 
 

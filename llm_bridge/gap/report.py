@@ -38,18 +38,7 @@ def markdown_report(results: Mapping[str, Any], figures: Mapping[str, Path], fol
         "",
         "## Gaps",
         "",
-        _table(
-            ["comparison", *(ROLE_TITLES[role] for role in shown), "strata", "not measured"],
-            [
-                [
-                    comparison,
-                    *(_gap(entry.get(role)) for role in shown),
-                    ", ".join(entry["strata"]) or "none",
-                    ", ".join(entry["missing"]) or "",
-                ]
-                for comparison, entry in results["gaps"].items()
-            ],
-        ),
+        gap_table(results),
         "",
     ]
     difficulties = list(dict.fromkeys(stratum["difficulty"] for stratum in results["strata"]))
@@ -99,6 +88,23 @@ def markdown_report(results: Mapping[str, Any], figures: Mapping[str, Path], fol
             "",
         ]
     return "\n".join(lines)
+
+
+def gap_table(results: Mapping[str, Any]) -> str:
+    """The headline gaps, one row per comparison (also the README's table)."""
+    shown = [role for role in ROLES if role in results["roles"]]
+    return _table(
+        ["comparison", *(ROLE_TITLES[role] for role in shown), "strata", "not measured"],
+        [
+            [
+                comparison,
+                *(_gap(entry.get(role)) for role in shown),
+                ", ".join(entry["strata"]) or "none",
+                ", ".join(entry["missing"]) or "",
+            ]
+            for comparison, entry in results["gaps"].items()
+        ],
+    )
 
 
 def _usage_table(results: Mapping[str, Any]) -> str:
