@@ -30,6 +30,12 @@ BUDGETS = {
     "eval": ["--episodes", "2", "--max-steps", "3"],
     "eval-llm": ["--episodes", "2", "--max-steps", "3", "--no-progress"],
     "compare": [],
+    "gap": [
+        "--episodes", "2", "--max-steps", "3", "--no-progress", "--scripted", "resource_ordering",
+        "--team-sizes", "5",
+    ],
+    "merge": [],
+    "view": [],
 }  # fmt: skip
 
 
