@@ -34,6 +34,7 @@ PAGES = (
     ROOT / "README.md",
     ROOT / "baselines" / "README.md",
     ROOT / "baselines" / "pretrained" / "README.md",
+    ROOT / "docs" / "llm_bridge.md",
 )
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 DINING_SIZES = (5, 10, 15)
