@@ -366,6 +366,9 @@ def test_symbolic_is_chosen_by_option_and_the_default_stays_dense():
     options = spec("craft").options(map_size=16, obs_encoding="symbolic")
     env = spec("craft").build(options)
     assert env.config.obs_encoding == "symbolic"
+    # Runs of the two encodings get their own default folders.
+    assert options.label() == "3_16_medium_symbolic"
+    assert spec("craft").options(map_size=16).label() == "3_16_medium"
     assert env.global_state_shape == make_craft(map_size=16).global_state_shape
     with pytest.raises(ConfigError, match="obs_encoding='ids' must be one of"):
         make("craft", obs_encoding="ids")

@@ -27,8 +27,9 @@ class CraftOptions(EnvOptions):
     """False (--no-coordination): the plain multi-agent Crafter world, without roles, tasks,
     elites, trading, signals or construction"""
     obs_encoding: str = "dense"
-    """what each agent observes: dense (one-hot window channels, 2,455 floats for 3 agents)
-    or symbolic (small integer ids per window tile, 565 values, for an embedding)"""
+    """what each agent observes: dense (one-hot window channels; 2,455 floats per agent for 3
+    agents with the whole layer on) or symbolic (integer ids per window tile, embedded by the
+    networks, and the same features; 565 values)"""
 
     def __post_init__(self) -> None:
         CraftConfig(**self.make_kwargs())
@@ -45,13 +46,15 @@ class CraftOptions(EnvOptions):
 
     def label(self) -> str:
         layer = "" if self.coordination else "_plain"
-        return f"{self.num_agents}_{self.map_size}_{self.difficulty}{layer}"
+        encoding = "" if self.obs_encoding == "dense" else f"_{self.obs_encoding}"
+        return f"{self.num_agents}_{self.map_size}_{self.difficulty}{layer}{encoding}"
 
     def describe(self) -> str:
         layer = "" if self.coordination else ", no coordination layer"
+        encoding = "" if self.obs_encoding == "dense" else f", {self.obs_encoding} observation"
         return (
             f"P={self.num_agents}, {self.map_size}x{self.map_size}, "
-            f"difficulty={self.difficulty}{layer}"
+            f"difficulty={self.difficulty}{layer}{encoding}"
         )
 
 
