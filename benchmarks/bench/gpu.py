@@ -363,7 +363,9 @@ def device_slug(device_kind: str) -> str:
 
 
 def run(config: GpuSuiteConfig) -> dict[str, Any]:
-    """Run the suite within its budget; write the JSON and the plot."""
+    """What this device shows, in one run within a time budget: dining and Craft env-only
+    sweeps to the largest batch that fits, IPPO training speed, and the projected time of one
+    billion agent steps (one JSON naming the device, and a plot)."""
     out, provenance = config.begin("gpu_suite")
     device = jax.devices()[0]
     started = time.monotonic()
