@@ -12,6 +12,7 @@ from __future__ import annotations
 import alemlite
 from alemlite.core.environment import Environment
 from alemlite.evaluation import Policy
+from baselines.common import distributed
 from baselines.common.config import TrainConfig
 from baselines.common.trainer import train
 
@@ -25,6 +26,9 @@ def reference_policies(env_name: str, env: Environment) -> dict[str, Policy]:
 
 def main(config: TrainConfig) -> None:
     """Train an agent on a jitted environment; report final and best held-out returns."""
+    # Before the environment is built: building some (Craft) starts JAX, after which the
+    # processes can no longer join.
+    distributed.initialise(config.distributed)
     env = config.make_env()
     summary = train(config, env, references=reference_policies(config.env, env))
     rows = [("final", summary["final"]), ("best", summary["best"])]

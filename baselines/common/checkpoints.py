@@ -266,7 +266,8 @@ def export_policy(directory: Path, actor: SharedActor, actor_params: Any, info: 
         "observation_shape": list(actor.observation_shape),
         **info,
     }
-    (directory / POLICY_FILE).write_text(json.dumps(description, indent=2) + "\n")
+    if jax.process_index() == 0:  # every process saves its share of the parameters below
+        (directory / POLICY_FILE).write_text(json.dumps(description, indent=2) + "\n")
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(directory / PARAMS_DIR, jax.device_get(actor_params), force=True)
     checkpointer.wait_until_finished()
