@@ -5,13 +5,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import alemlite
 from alemlite.core.spaces import Box
 from baselines.common.agents import SharedActor, SharedCritic
 from baselines.common.checkpoints import export_policy, import_policy
-from baselines.common.config import NetworkConfig
+from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.networks import masked_categorical, observation_parts
+from baselines.common.trainer import build_algorithm
 
 NUM_ENVS, NUM_AGENTS, NUM_ACTIONS = 256, 3, 5
+LEARNING_UPDATES = 12
+# XLA's backend optimisations off: Craft's update compiles in about half the time.
+QUICK_COMPILE = {"xla_backend_optimization_level": 0}
 
 
 def random_masks(key, shape):
@@ -153,3 +158,35 @@ def test_an_actor_on_ids_exports_and_imports_with_its_parts(tmp_path):
     loaded, loaded_params, _ = import_policy(tmp_path)
     assert loaded == actor
     jax.tree.map(np.testing.assert_array_equal, loaded_params, params)
+
+
+def test_ippo_learns_craft_from_the_symbolic_observation():
+    """A short IPPO run on Craft's symbolic observation (its ids embedded) lifts the return of
+    its own episodes well above the untrained actor's (about random play). 2 agents, 16 x 16,
+    30-step episodes, 16 environments, seed 0: 0.4 per agent over the first 3 updates, 2.3
+    over updates 10 to 12. At the published Craft budget (3 agents, 32 x 32, 500 steps, 32
+    environments x 64 steps x 60 updates, 3 seeds), held out on 64 episodes from seed
+    2,000,000, the symbolic observation scores 6.15 and the dense one 6.17 (untrained 2.7)."""
+    craft = alemlite.spec("craft")
+    options = craft.options(num_agents=2, map_size=16, max_steps=30, obs_encoding="symbolic")
+    config = TrainConfig(
+        env="craft",
+        options=options,
+        num_envs=16,
+        num_steps=30,
+        network=NetworkConfig(hidden_size=32, num_layers=1),
+        ppo=PPOConfig(learning_rate=3e-3, num_minibatches=2),
+        progress=False,
+    )
+    algorithm = build_algorithm(config, config.make_env())
+    assert algorithm.actor.network.observation_parts[0][1] > 0  # ids, embedded
+    init = jax.jit(algorithm.init).lower(jax.random.PRNGKey(0))
+    runner = init.compile(compiler_options=QUICK_COMPILE)(jax.random.PRNGKey(0))
+    update = jax.jit(algorithm.update).lower(runner).compile(compiler_options=QUICK_COMPILE)
+    returns = []
+    for _ in range(LEARNING_UPDATES):
+        runner, metrics = update(runner)
+        returns.append(float(metrics["episode/return"]))
+    untrained, trained = np.mean(returns[:3]), np.mean(returns[-3:])
+    assert untrained < 1.0, returns
+    assert trained > untrained + 1.0, returns
