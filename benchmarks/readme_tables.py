@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -367,6 +368,59 @@ def pretrained() -> str:
             f"| {run['best']['return_per_seed'][seed]:.2f} on {run['test_episodes']} test "
             f"episodes from seed {run['test_seed']:,} ({anchor_text}) |"
         )
+    return "\n".join(lines)
+
+
+def _steps(timing: dict) -> str:
+    return f"{timing['agent_steps_per_s']:,.0f}"
+
+
+def training_speed_obs_encodings() -> str:
+    """Craft's dense and symbolic observations timed in alternation, agent steps/s: the
+    environment alone (observation unused, summed on device, read on the host each step) and
+    whole updates, with the projected time of one billion agent steps and the machine's load;
+    dining's projection from its own run."""
+    results = load("training_speed_craft_obs_encodings_cpu.json")
+    algorithms = [name for name in ("ippo", "mappo") if name in results["points"][0]["dense"]]
+    header = [
+        "envs",
+        "observation",
+        "env only",
+        "observation summed on device",
+        "observation read on the host",
+        *(f"{name.upper()} update" for name in algorithms),
+        "10^9 IPPO agent steps",
+        "load average",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    readings = ("env_only_unused", "env_only_on_device", "env_only_to_host")
+    for point in results["points"]:
+        load_average = statistics.median(point["load_average_1min"])
+        for label in results["env"]:
+            row = point[label]
+            cells = [
+                f"{point['num_envs']:,}",
+                label,
+                *(_steps(row[what]) if what in row else "" for what in readings),
+                *(_steps(row[name]) for name in algorithms),
+                f"{row['ippo']['hours_per_billion_agent_steps']:.0f} h",
+                f"{load_average:.1f}",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    dining = max(
+        load("training_speed_dining_cpu.json")["points"], key=lambda p: p["ippo_agent_steps_per_s"]
+    )
+    cells = [
+        f"{dining['num_envs']:,}",
+        "dining N = 5 (its own run)",
+        f"{dining['env_only_agent_steps_per_s']:,.0f}",
+        "",
+        "",
+        *(f"{dining[f'{name}_agent_steps_per_s']:,.0f}" for name in algorithms),
+        f"{1e9 / dining['ippo_agent_steps_per_s'] / 3600:.1f} h",
+        "",
+    ]
+    lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
