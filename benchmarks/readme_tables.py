@@ -436,6 +436,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "marl_craft": marl_craft,
     "marl_matrix": marl_matrix,
     "jaxmarl_training": jaxmarl_training,
+    "training_speed_obs_encodings": training_speed_obs_encodings,
     "gap_dining_stand_in": gap_dining_stand_in,
 }
 
