@@ -34,6 +34,7 @@ MAIN_CONFIGS = {
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",
+    "gpu_suite": "benchmarks.bench.gpu:GpuSuiteConfig",
     "coordination_study": "benchmarks.study.config:StudyConfig",
 }
 

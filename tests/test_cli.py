@@ -131,7 +131,7 @@ def test_an_environment_named_without_env_says_how_to_name_it(capsys):
     )
     error = _refusal(["bench", "throughput"], capsys)
     assert error == (
-        "alemlite bench: unknown benchmark 'throughput'; choose one of: policies, prompts, "
+        "alemlite bench: unknown benchmark 'throughput'; choose one of: gpu, policies, prompts, "
         f"training; name the environment with --env ({ENVIRONMENTS})\n"
     )
 

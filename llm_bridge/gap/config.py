@@ -11,7 +11,7 @@ import tyro
 
 import alemlite
 import baselines
-from alemlite.core.errors import require
+from alemlite.core.errors import ConfigError, require
 from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions
 from llm_bridge.options import LLMOptions, PromptSwitches
@@ -112,6 +112,14 @@ class GapConfig:
                 len(set(values)) == len(values),
                 f"{name}={' '.join(map(str, values))} must name each value once",
             )
+        for size in self.team_sizes:
+            try:
+                dataclasses.replace(self.options, num_agents=size)
+            except ConfigError as error:
+                reason = str(error).splitlines()[0]
+                raise ConfigError(
+                    f"team_sizes={size} is not a team size env={self.env} takes ({reason})"
+                ) from None
         self.strata()  # every stratum's options are checked now, before anything runs
         self.scripted_teams()
         if self.checkpoints is None:
