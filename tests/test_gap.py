@@ -175,7 +175,9 @@ def test_bad_options_are_refused_before_anything_runs(capsys, tmp_path):
     assert _refusal(["--team-sizes", "3", "3"], capsys, tmp_path).startswith(
         "--team-sizes=3 3 must name each value once"
     )
-    assert _refusal(["--team-sizes", "1"], capsys, tmp_path).startswith("--num-agents=1")
+    assert _refusal(["--team-sizes", "1"], capsys, tmp_path).startswith(
+        "--team-sizes=1 is not a team size --env=dining takes (--num-agents=1 is too small"
+    )
     assert "unknown dining policy 'oracle'" in _refusal(["--scripted", "oracle"], capsys, tmp_path)
     assert _refusal(["--mixed-llm-seats", "-1"], capsys, tmp_path).startswith(
         "--mixed-llm-seats=-1 must be 0"
