@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.core.environment import Environment
+from alemlite.core.errors import require
 
 # policy(key, state, params) -> actions (num_agents,) int32; jittable.
 Policy = Callable[[jax.Array, Any, Any], jax.Array]
@@ -39,6 +40,19 @@ def seat_policies(policies: Sequence[Policy]) -> Policy:
         return actions[chosen, seats]
 
     return team
+
+
+SEED_LIMIT = 2**31
+
+
+def check_episode_seeds(seed: int, episodes: int) -> None:
+    """Refuse a run whose episode seeds (`seed + i`, i < episodes) leave the 32-bit range."""
+    require(episodes >= 1, f"episodes={episodes} must be at least 1")
+    require(
+        seed >= -SEED_LIMIT and seed + episodes <= SEED_LIMIT,
+        f"seed={seed} must keep every episode's seed (seed + i, i < episodes) a 32-bit "
+        f"integer: at least {-SEED_LIMIT} and at most {SEED_LIMIT - episodes}",
+    )
 
 
 def episode_keys(base_seed: int, num_episodes: int) -> jax.Array:

@@ -27,6 +27,7 @@ import alemlite
 from alemlite.core.errors import require
 from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions, EnvSpec
+from alemlite.evaluation import check_episode_seeds
 from alemlite.evaluation import evaluate as evaluate_policy
 from alemlite.report import format_table, report_path, write_report
 from baselines.seats import Seat, parse_seat, team_policy, team_seats
@@ -38,7 +39,6 @@ REPORTS = Path("runs/eval")
 """Where a team without language models writes its report unless `--out` says otherwise."""
 LLM_RUN = Path("runs/llm")
 """The run folder of a team with language models unless `--out` says otherwise."""
-SEED_LIMIT = 2**31
 """Episode seeds (seed + i) are 32-bit integers."""
 
 
@@ -74,12 +74,7 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", resolve_options(self.env, self.options))
-        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
-        require(
-            self.seed >= -SEED_LIMIT and self.seed + self.episodes <= SEED_LIMIT,
-            f"seed={self.seed} must keep every episode's seed (seed + i, i < episodes) a 32-bit "
-            f"integer: at least {-SEED_LIMIT} and at most {SEED_LIMIT - self.episodes}",
-        )
+        check_episode_seeds(self.seed, self.episodes)
         for spec in self.team:
             parse_seat(spec)
         if self.shard is not None:

@@ -14,11 +14,11 @@ import baselines
 from alemlite.core.errors import ConfigError, require
 from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions
+from alemlite.evaluation import check_episode_seeds
 from llm_bridge.options import LLMOptions, PromptSwitches
 
 GAP_RUNS = Path("runs/gap")
 """Where the report goes unless `--out` says otherwise (a folder per environment)."""
-SEED_LIMIT = 2**31
 """Episode seeds (seed + i) are 32-bit integers."""
 
 
@@ -86,12 +86,7 @@ class GapConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", resolve_options(self.env, self.options))
-        require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
-        require(
-            self.seed >= -SEED_LIMIT and self.seed + self.episodes <= SEED_LIMIT,
-            f"seed={self.seed} must keep every episode's seed (seed + i, i < episodes) a 32-bit "
-            f"integer: at least {-SEED_LIMIT} and at most {SEED_LIMIT - self.episodes}",
-        )
+        check_episode_seeds(self.seed, self.episodes)
         require(
             self.mixed_llm_seats >= 0,
             f"mixed_llm_seats={self.mixed_llm_seats} must be 0 (no mixed teams) or more",
