@@ -10,7 +10,8 @@ Two reset sources:
   Under vmap a masked reset runs for every environment on every step, so use
   this only where `generate` is cheap (dining).
 - `pool_size=M`: a ring of M pre-generated start states (optimistic reset, as in
-  Craftax). Finished environments take consecutive slots from a cursor, and on
+  Craftax), filled at reset with the first M environments' own start worlds (and
+  fresh ones beyond `num_envs`). Finished environments take consecutive slots from a cursor, and on
   each step where any environment finished, the `refresh_per_step` slots just
   handed out are regenerated from fresh keys (a step where none finished
   regenerates nothing: the pool is as good as it was). If more
@@ -106,13 +107,15 @@ class VecEnv:
         if not self.pool_size:
             obs, env_state = self._vmap(self.env.reset, (0,), params)(keys, params)
             return obs, VecState(env_state=env_state, pool=None, pool_cursor=cursor)
-        # `Environment.reset` as one generation of the environments' worlds and the pool's
-        # together (the same keys, so the same states): one copy of `generate` to compile.
+        # `Environment.reset` as one generation of the environments' worlds (the same keys,
+        # so the same states), which also fill the pool: the first `pool_size` environments'
+        # start worlds are its first slots, each handed out once more and then regenerated,
+        # so a reset generates max(num_envs, pool_size) worlds, not their sum.
         generate_keys, finish_keys = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
-        pool_keys = jax.random.split(pool_key, self.pool_size)
-        worlds = self._generate(jnp.concatenate([generate_keys, pool_keys]), params)
+        extra_keys = jax.random.split(pool_key, max(self.pool_size - self.num_envs, 0))
+        worlds = self._generate(jnp.concatenate([generate_keys, extra_keys]), params)
         started = jax.tree.map(lambda leaf: leaf[: self.num_envs], worlds)
-        pool = jax.tree.map(lambda leaf: leaf[self.num_envs :], worlds)
+        pool = jax.tree.map(lambda leaf: leaf[: self.pool_size], worlds)
         obs, env_state = self._vmap(self.env.reset_from, (0, 0), params)(
             finish_keys, started, params
         )
