@@ -1,0 +1,94 @@
+"""`split`, `fold_in` and `uniform` equal to `jax.random`'s, as one fused kernel on CPU.
+
+On CPU, JAX lowers its Threefry-2x32 hash as a loop over five groups of four rounds,
+which keeps compile time down but runs each iteration as a few tiny kernels plus copies
+of the loop state: tens of microseconds per call however few numbers it makes, several
+calls per environment step. Written out here (Salmon et al. 2011, 20 rounds), the hash
+is a chain of integer operations XLA fuses into one kernel. The counters are laid out as
+JAX's default (`jax_threefry_partitionable`) generator lays them out, so every function
+returns exactly what its `jax.random` namesake returns for the same raw `uint32[2]` key
+(tests/test_threefry.py checks this); for typed keys, or where JAX is configured
+otherwise, they defer to `jax.random`. Each result is made by a reduction, which XLA
+keeps as the root of its own kernel: were the twenty rounds fused into the consumers
+instead, they would be recomputed in every one of them (an optimisation barrier does not
+stop that on CPU).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+KEY_SCHEDULE_PARITY = np.uint32(0x1BD11BDA)
+
+
+def _rotate_left(value: jax.Array, bits: int) -> jax.Array:
+    return (value << np.uint32(bits)) | (value >> np.uint32(32 - bits))
+
+
+def hash_pairs(key: jax.Array, high: jax.Array, low: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Threefry-2x32 (20 rounds) of the counter pairs `(high, low)` under `key` `uint32[2]`."""
+    schedule = (key[0], key[1], key[0] ^ key[1] ^ KEY_SCHEDULE_PARITY)
+    x0, x1 = high + schedule[0], low + schedule[1]
+    for group in range(5):
+        for bits in ROTATIONS[group % 2]:
+            x0 = x0 + x1
+            x1 = _rotate_left(x1, bits) ^ x0
+        x0 = x0 + schedule[(group + 1) % 3]
+        x1 = x1 + schedule[(group + 2) % 3] + np.uint32(group + 1)
+    return x0, x1
+
+
+def _default_generator(key: jax.Array) -> bool:
+    """Whether `key` is a raw key of JAX's default, partitionable Threefry generator."""
+    return (
+        key.dtype == jnp.uint32
+        and key.shape == (2,)
+        and jax.config.jax_threefry_partitionable
+        and jax.config.jax_default_prng_impl == "threefry2x32"
+    )
+
+
+def _materialised(words: jax.Array) -> jax.Array:
+    """`words`, computed as an OR with zero over a new last axis of two: XLA keeps such a
+    reduction as the root of its own kernel, so its producers are not fused onward."""
+    pair = jnp.stack([words, jnp.zeros_like(words)], axis=-1)
+    return jax.lax.reduce(pair, np.uint32(0), jax.lax.bitwise_or, (pair.ndim - 1,))
+
+
+def _keys(first: jax.Array, second: jax.Array) -> jax.Array:
+    """Raw keys `(..., 2)` from the two hash words."""
+    return _materialised(jnp.stack([first, second], axis=-1))
+
+
+def _counters(count: int) -> tuple[jax.Array, jax.Array]:
+    low = jnp.arange(count, dtype=jnp.uint32)
+    return jnp.zeros_like(low), low
+
+
+def split(key: jax.Array, num: int = 2) -> jax.Array:
+    """`jax.random.split(key, num)` for a raw key: `(num, 2)` uint32."""
+    if not _default_generator(key):
+        return jax.random.split(key, num)
+    return _keys(*hash_pairs(key, *_counters(num)))
+
+
+def fold_in(key: jax.Array, data: int | jax.Array) -> jax.Array:
+    """`jax.random.fold_in(key, data)` for a raw key and a 32-bit integer `data`."""
+    if not _default_generator(key):
+        return jax.random.fold_in(key, data)
+    low = jnp.asarray(data).astype(jnp.uint32)
+    return _keys(*hash_pairs(key, jnp.zeros_like(low), low))
+
+
+def uniform(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """`jax.random.uniform(key, shape)`: float32 in [0, 1)."""
+    if not _default_generator(key):
+        return jax.random.uniform(key, shape)
+    first, second = hash_pairs(key, *_counters(int(np.prod(shape, dtype=np.int64))))
+    # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).
+    bits = _materialised(first ^ second)
+    mantissa = (bits >> np.uint32(9)) | np.uint32(0x3F800000)
+    return (jax.lax.bitcast_convert_type(mantissa, jnp.float32) - np.float32(1.0)).reshape(shape)
