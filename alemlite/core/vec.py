@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from alemlite.core import threefry
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
 
@@ -101,8 +102,8 @@ class VecEnv:
     # ---- the batch --------------------------------------------------------------
     def reset(self, key: jax.Array, params: Any) -> tuple[jax.Array, VecState]:
         """Fresh episodes in every environment (and a filled pool)."""
-        env_key, pool_key = jax.random.split(key)
-        keys = jax.random.split(env_key, self.num_envs)
+        env_key, pool_key = threefry.split(key)
+        keys = threefry.split(env_key, self.num_envs)
         cursor = jnp.zeros((), jnp.int32)
         if not self.pool_size:
             obs, env_state = self._vmap(self.env.reset, (0,), params)(keys, params)
@@ -111,8 +112,8 @@ class VecEnv:
         # so the same states), which also fill the pool: the first `pool_size` environments'
         # start worlds are its first slots, each handed out once more and then regenerated,
         # so a reset generates max(num_envs, pool_size) worlds, not their sum.
-        generate_keys, finish_keys = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
-        extra_keys = jax.random.split(pool_key, max(self.pool_size - self.num_envs, 0))
+        generate_keys, finish_keys = jnp.moveaxis(jax.vmap(threefry.split)(keys), 1, 0)
+        extra_keys = threefry.split(pool_key, max(self.pool_size - self.num_envs, 0))
         worlds = self._generate(jnp.concatenate([generate_keys, extra_keys]), params)
         started = jax.tree.map(lambda leaf: leaf[: self.num_envs], worlds)
         pool = jax.tree.map(lambda leaf: leaf[: self.pool_size], worlds)
@@ -125,7 +126,7 @@ class VecEnv:
         self, key: jax.Array, state: VecState, actions: jax.Array, params: Any
     ) -> tuple[jax.Array, VecState, jax.Array, jax.Array, dict[str, Any]]:
         """Step every environment with `actions` `(num_envs, num_agents)`; restart finished ones."""
-        step_key, reset_key, refresh_key = jax.random.split(key, 3)
+        step_key, reset_key, refresh_key = threefry.split(key, 3)
         step_keys, step_key_axis = self._keys_for(step_key, self.env.needs_step_key)
         obs, env_state, reward, done, info = self._vmap(
             self.env.step, (step_key_axis, 0, 0), params
@@ -190,7 +191,7 @@ class VecEnv:
         Splitting a key per environment per step can cost more than a cheap step.
         """
         if needed:
-            return jax.random.split(key, self.num_envs), 0
+            return threefry.split(key, self.num_envs), 0
         return key, None
 
     def _draw_from_pool(self, reset_keys, key_axis, refresh_key, state: VecState, done, params):
@@ -205,7 +206,7 @@ class VecEnv:
         refresh_slots = (
             cursor - self.refresh_per_step + jnp.arange(self.refresh_per_step)
         ) % self.pool_size
-        refresh_keys = jax.random.split(refresh_key, self.refresh_per_step)
+        refresh_keys = threefry.split(refresh_key, self.refresh_per_step)
         fresh = self._generate(refresh_keys, params)
         pool = jax.tree.map(
             lambda pooled, new: pooled.at[refresh_slots].set(new), state.pool, fresh

@@ -31,6 +31,7 @@ from dataclasses import replace
 import jax
 import jax.numpy as jnp
 
+from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
@@ -67,7 +68,7 @@ def lay_sites(
 ) -> tuple[jax.Array, SiteState]:
     """Place the sites on grass near the start (at generation, never inside a step)."""
     slots, size = config.site_slots, config.map_size
-    offsets_key, kind_key = jax.random.split(key)
+    offsets_key, kind_key = threefry.split(key)
     offsets = jax.random.randint(
         offsets_key, (slots, SITE_CANDIDATES, 2), -SITE_SPREAD, SITE_SPREAD + 1
     )
@@ -81,7 +82,7 @@ def lay_sites(
     found = ok[jnp.arange(slots), choice]
     earlier_same = jnp.tril(jnp.all(chosen[:, None] == chosen[None, :], -1), k=-1)
     found &= ~jnp.any(earlier_same & found[None, :], axis=1)
-    kind_roll, quorum_roll = jax.random.uniform(kind_key, (2, slots))
+    kind_roll, quorum_roll = threefry.uniform(kind_key, (2, slots))
     handover = (kind_roll < C.SITE_HANDOVER_SHARE) & (config.num_agents >= 2)
     kind = jnp.where(handover, C.TASK_HANDOVER, C.TASK_HARD_SYNC)
     roll = jnp.floor(quorum_roll * C.QUORUM_LEVELS).astype(jnp.int32)
@@ -367,7 +368,7 @@ class Construction(Part):
         centre: jax.Array,
         coordination: CoordinationState,
     ) -> tuple[jax.Array, CoordinationState]:
-        material, sites = lay_sites(jax.random.fold_in(key, 3), self.config, material, centre)
+        material, sites = lay_sites(threefry.fold_in(key, 3), self.config, material, centre)
         return material, coordination.replace(sites=sites)
 
     def do_rules(self, state: CraftState, params: CraftParams, rules: DoRules) -> DoRules:

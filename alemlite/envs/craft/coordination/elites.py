@@ -14,6 +14,7 @@ from dataclasses import replace
 import jax
 import jax.numpy as jnp
 
+from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
@@ -117,7 +118,7 @@ class Elites(Part):
         return {"elite": (config.num_mobs, RANDOM_DRAWS)}
 
     def generate(self, key: jax.Array, state: CraftState) -> CraftState:
-        draws = jax.random.uniform(jax.random.fold_in(key, 2), (self.config.num_mobs, RANDOM_DRAWS))
+        draws = threefry.uniform(threefry.fold_in(key, 2), (self.config.num_mobs, RANDOM_DRAWS))
         return refill_filled(self.config, state, state.mobs.alive, draws)
 
     def do_rules(self, state: CraftState, params: CraftParams, rules: DoRules) -> DoRules:

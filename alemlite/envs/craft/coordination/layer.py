@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.coordination.construction import Construction
@@ -86,7 +87,7 @@ class Layer:
                 if kind.stream == stream
                 for name, shape in kind.random_shapes(self.config).items()
             }
-            draws.update(draw_uniforms(jax.random.fold_in(key, stream), shapes))
+            draws.update(draw_uniforms(threefry.fold_in(key, stream), shapes))
         return draws
 
     def lay(

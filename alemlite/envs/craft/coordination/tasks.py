@@ -23,6 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
@@ -40,7 +41,7 @@ MAX_WINDOW = 24  # the longest handover window (alpha = 0)
 
 def lay_tasks(key: jax.Array, config: CraftConfig, material: jax.Array) -> jax.Array:
     """Task bytes `(S, S)` over a generated map (at generation, never inside a step)."""
-    presence, kind_roll, quorum_roll = jax.random.uniform(key, (3, *material.shape))
+    presence, kind_roll, quorum_roll = threefry.uniform(key, (3, *material.shape))
     is_task = jnp.asarray(C.TASK_MATERIALS)[material] & (presence < config.task_probability)
     kind = jnp.where(
         kind_roll < C.HANDOVER_SHARE,
@@ -290,7 +291,7 @@ class Tasks(Part):
         return {"task": (config.num_agents, RANDOM_DRAWS)}
 
     def generate(self, key: jax.Array, state: CraftState) -> CraftState:
-        tile_task = lay_tasks(jax.random.fold_in(key, 1), self.config, state.map)
+        tile_task = lay_tasks(threefry.fold_in(key, 1), self.config, state.map)
         return state.replace(coordination=state.coordination.replace(tile_task=tile_task))
 
     def before_do(
