@@ -11,9 +11,9 @@ Two reset sources:
   this only where `generate` is cheap (dining).
 - `pool_size=M`: a ring of M pre-generated start states (optimistic reset, as in
   Craftax), filled at reset with the first M environments' own start worlds (and
-  fresh ones beyond `num_envs`). Finished environments take consecutive slots from a cursor, and on
-  each step where any environment finished, the `refresh_per_step` slots just
-  handed out are regenerated from fresh keys (a step where none finished
+  fresh ones beyond `num_envs`). Finished environments take consecutive slots from
+  a cursor, and on each step where any environment finished, the `refresh_per_step`
+  slots just handed out are regenerated from fresh keys (a step where none finished
   regenerates nothing: the pool is as good as it was). If more
   environments finish in one step than are refreshed, the older of the slots
   they took are only refreshed later, so a start state can be reused once the
