@@ -43,6 +43,7 @@ def seat_policies(policies: Sequence[Policy]) -> Policy:
 
 
 SEED_LIMIT = 2**31
+"""Episode seeds (seed + i) are 32-bit integers."""
 
 
 def check_episode_seeds(seed: int, episodes: int) -> None:

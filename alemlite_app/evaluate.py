@@ -39,7 +39,6 @@ REPORTS = Path("runs/eval")
 """Where a team without language models writes its report unless `--out` says otherwise."""
 LLM_RUN = Path("runs/llm")
 """The run folder of a team with language models unless `--out` says otherwise."""
-"""Episode seeds (seed + i) are 32-bit integers."""
 
 
 @dataclass(frozen=True)

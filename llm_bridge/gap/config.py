@@ -19,7 +19,6 @@ from llm_bridge.options import LLMOptions, PromptSwitches
 
 GAP_RUNS = Path("runs/gap")
 """Where the report goes unless `--out` says otherwise (a folder per environment)."""
-"""Episode seeds (seed + i) are 32-bit integers."""
 
 
 @dataclass(frozen=True)
