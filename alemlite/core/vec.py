@@ -177,8 +177,8 @@ class VecEnv:
         """Start states for `keys`, generated with the first environment's params.
 
         On CPU, CPU_GENERATE_CHUNK at a time: a generation's intermediates (noise fields)
-        for a few states stay in cache, for a whole batch they do not, and chunks are
-        several times faster (the same states). Accelerators generate all at once.
+        for a few states stay in cache, for a whole batch they do not, so chunks are faster
+        (the same states). Accelerators generate all at once.
         """
         generate = partial(self.env.generate, params=self._first_params(params))
         if jax.default_backend() == "cpu":
