@@ -28,6 +28,21 @@ def test_split_fold_in_and_uniform_equal_jax_random(seed):
         _equal(threefry.fold_in(key, data), jax.random.fold_in(key, data))
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "bounds", [(0, 2), (-4, 5), (3, 3), (5, 2), (0, 7), (-(2**31), 2**31 - 1), (0, 70_000)]
+)
+def test_randint_equals_jax_random(seed, bounds):
+    key = jax.random.PRNGKey(seed)
+    for shape in ((1,), (6, 17, 2), ()):
+        _equal(threefry.randint(key, shape, *bounds), jax.random.randint(key, shape, *bounds))
+
+
+def test_randint_rejects_bounds_outside_int32():
+    with pytest.raises(ValueError, match="fit in int32"):
+        threefry.randint(jax.random.PRNGKey(0), (2,), 0, 2**31)
+
+
 def test_equal_under_jit_and_vmap_and_in_chains():
     keys = jax.random.split(jax.random.PRNGKey(7), 5)
 
@@ -35,12 +50,12 @@ def test_equal_under_jit_and_vmap_and_in_chains():
     def ours(keys):
         folded = jax.vmap(lambda key: threefry.fold_in(key, 3))(keys)
         split = jax.vmap(lambda key: threefry.split(key, 4))(folded)
-        return jax.vmap(jax.vmap(lambda key: threefry.uniform(key, (9,))))(split)
+        return jax.vmap(jax.vmap(lambda key: threefry.randint(key, (9,), -2, 11)))(split)
 
     def theirs(keys):
         folded = jax.vmap(lambda key: jax.random.fold_in(key, 3))(keys)
         split = jax.vmap(lambda key: jax.random.split(key, 4))(folded)
-        return jax.vmap(jax.vmap(lambda key: jax.random.uniform(key, (9,))))(split)
+        return jax.vmap(jax.vmap(lambda key: jax.random.randint(key, (9,), -2, 11)))(split)
 
     _equal(ours(keys), theirs(keys))
 
@@ -61,3 +76,4 @@ def test_typed_keys_defer_to_jax_random():
         jax.random.key_data(jax.random.split(key, 3)),
     )
     _equal(threefry.uniform(key, (4,)), jax.random.uniform(key, (4,)))
+    _equal(threefry.randint(key, (4,), 0, 9), jax.random.randint(key, (4,), 0, 9))

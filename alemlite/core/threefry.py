@@ -1,4 +1,4 @@
-"""`split`, `fold_in` and `uniform` equal to `jax.random`'s, as one fused kernel on CPU.
+"""`split`, `fold_in`, `uniform` and `randint` equal to `jax.random`'s, as fused kernels on CPU.
 
 On CPU, JAX lowers its Threefry-2x32 hash as a loop over five groups of four rounds,
 which keeps compile time down but runs each iteration as a few tiny kernels plus copies
@@ -19,25 +19,33 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 KEY_SCHEDULE_PARITY = np.uint32(0x1BD11BDA)
 
 
 def _rotate_left(value: jax.Array, bits: int) -> jax.Array:
-    return (value << np.uint32(bits)) | (value >> np.uint32(32 - bits))
+    return lax.bitwise_or(
+        lax.shift_left(value, np.uint32(bits)), lax.shift_right_logical(value, np.uint32(32 - bits))
+    )
 
 
+@jax.jit
 def hash_pairs(key: jax.Array, high: jax.Array, low: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Threefry-2x32 (20 rounds) of the counter pairs `(high, low)` under `key` `uint32[2]`."""
+    """Threefry-2x32 (20 rounds) of the counter pairs `(high, low)` under `key` `uint32[2]`.
+
+    Written in `lax` primitives: `jnp` operators would trace each of the hundred-odd
+    operations as a nested jitted call, several times slower to trace and to lower.
+    """
     schedule = (key[0], key[1], key[0] ^ key[1] ^ KEY_SCHEDULE_PARITY)
-    x0, x1 = high + schedule[0], low + schedule[1]
+    x0, x1 = lax.add(high, schedule[0]), lax.add(low, schedule[1])
     for group in range(5):
         for bits in ROTATIONS[group % 2]:
-            x0 = x0 + x1
-            x1 = _rotate_left(x1, bits) ^ x0
-        x0 = x0 + schedule[(group + 1) % 3]
-        x1 = x1 + schedule[(group + 2) % 3] + np.uint32(group + 1)
+            x0 = lax.add(x0, x1)
+            x1 = lax.bitwise_xor(_rotate_left(x1, bits), x0)
+        x0 = lax.add(x0, schedule[(group + 1) % 3])
+        x1 = lax.add(lax.add(x1, schedule[(group + 2) % 3]), np.uint32(group + 1))
     return x0, x1
 
 
@@ -83,12 +91,39 @@ def fold_in(key: jax.Array, data: int | jax.Array) -> jax.Array:
     return _keys(*hash_pairs(key, jnp.zeros_like(low), low))
 
 
+def _bits(key: jax.Array, count: int) -> jax.Array:
+    """`jax.random.bits(key, (count,))`: 32 random bits per value."""
+    return _materialised(jnp.bitwise_xor(*hash_pairs(key, *_counters(count))))
+
+
 def uniform(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """`jax.random.uniform(key, shape)`: float32 in [0, 1)."""
     if not _default_generator(key):
         return jax.random.uniform(key, shape)
-    first, second = hash_pairs(key, *_counters(int(np.prod(shape, dtype=np.int64))))
+    bits = _bits(key, int(np.prod(shape, dtype=np.int64)))
     # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).
-    bits = _materialised(first ^ second)
     mantissa = (bits >> np.uint32(9)) | np.uint32(0x3F800000)
     return (jax.lax.bitcast_convert_type(mantissa, jnp.float32) - np.float32(1.0)).reshape(shape)
+
+
+def randint(key: jax.Array, shape: tuple[int, ...], minval: int, maxval: int) -> jax.Array:
+    """`jax.random.randint(key, shape, minval, maxval)` for Python int bounds: int32.
+
+    As JAX does, two 32-bit draws per value are reduced modulo the span, which keeps the
+    bias of a span that is not a power of two negligible.
+    """
+    if not _default_generator(key):
+        return jax.random.randint(key, shape, minval, maxval)
+    info = np.iinfo(np.int32)
+    if not info.min <= min(minval, maxval) <= max(minval, maxval) <= info.max:
+        raise ValueError(f"randint bounds ({minval}, {maxval}) must fit in int32")
+    span = 1 if maxval <= minval else maxval - minval
+    # The higher draw's weight, 2**32 modulo the span, computed as JAX computes it: the
+    # square of 2**16 % span in uint32 (so 0 for spans over 2**16), then modulo the span.
+    multiplier = ((2**16 % span) ** 2 % 2**32) % span
+    span, multiplier = np.uint32(span), np.uint32(multiplier)
+    count = int(np.prod(shape, dtype=np.int64))
+    higher_key, lower_key = split(key)
+    higher, lower = _bits(higher_key, count), _bits(lower_key, count)
+    offset = (higher % span) * multiplier + lower % span
+    return (np.int32(minval) + (offset % span).astype(jnp.int32)).reshape(shape)

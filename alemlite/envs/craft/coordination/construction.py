@@ -69,7 +69,7 @@ def lay_sites(
     """Place the sites on grass near the start (at generation, never inside a step)."""
     slots, size = config.site_slots, config.map_size
     offsets_key, kind_key = threefry.split(key)
-    offsets = jax.random.randint(
+    offsets = threefry.randint(
         offsets_key, (slots, SITE_CANDIDATES, 2), -SITE_SPREAD, SITE_SPREAD + 1
     )
     candidates = centre[None, None, :] + offsets
