@@ -53,7 +53,7 @@ def test_pool_restarts_every_env_even_when_more_finish_than_are_refreshed(env, p
     all_add = jnp.ones((num_envs, 2), jnp.int32)
     seen_offsets = set()
     for index in range(5):
-        pool_before = state.pool
+        pool_before = vec.pooled_states(state, params)
         cursor = int(state.pool_cursor)
         obs, state, _, done, _ = step(jax.random.PRNGKey(index + 1), state, all_add, params)
         assert bool(done.all())  # every env finishes, more than the pool refreshes

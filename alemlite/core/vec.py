@@ -38,6 +38,7 @@ from flax import struct
 from alemlite.core import threefry
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
+from alemlite.core.packing import Packing
 
 # Start states generated at once on CPU (see `VecEnv._generate`).
 CPU_GENERATE_CHUNK = 4
@@ -46,7 +47,9 @@ CPU_GENERATE_CHUNK = 4
 @struct.dataclass
 class VecState:
     env_state: Any  # leaves with a leading (num_envs,) axis
-    pool: Any  # leaves with a leading (pool_size,) axis; None without a pool
+    # The pool's start states packed one array per dtype (see `VecEnv.pooled_states`),
+    # each with a leading (pool_size,) axis; None without a pool.
+    pool: dict[str, jax.Array] | None
     pool_cursor: jax.Array  # () int32, next slot to hand out
 
 
@@ -114,9 +117,9 @@ class VecEnv:
         # so a reset generates max(num_envs, pool_size) worlds, not their sum.
         generate_keys, finish_keys = jnp.moveaxis(jax.vmap(threefry.split)(keys), 1, 0)
         extra_keys = threefry.split(pool_key, max(self.pool_size - self.num_envs, 0))
-        worlds = self._generate(jnp.concatenate([generate_keys, extra_keys]), params)
-        started = jax.tree.map(lambda leaf: leaf[: self.num_envs], worlds)
-        pool = jax.tree.map(lambda leaf: leaf[: self.pool_size], worlds)
+        worlds, packing = self._generate(jnp.concatenate([generate_keys, extra_keys]), params)
+        started = packing.unpack(jax.tree.map(lambda packed: packed[: self.num_envs], worlds))
+        pool = jax.tree.map(lambda packed: packed[: self.pool_size], worlds)
         obs, env_state = self._vmap(self.env.reset_from, (0, 0), params)(
             finish_keys, started, params
         )
@@ -173,17 +176,36 @@ class VecEnv:
         env_state = jax.tree.map(where_done, restart_state, env_state)
         return obs, env_state, pool, cursor
 
-    def _generate(self, keys: jax.Array, params: Any) -> Any:
-        """Start states for `keys`, generated with the first environment's params.
+    def _generate(self, keys: jax.Array, params: Any) -> tuple[dict[str, jax.Array], Packing]:
+        """Start states for `keys`, generated with the first environment's params, packed
+        (one array per dtype: a pool refresh is then a few scatters, not one per leaf).
 
         On CPU, CPU_GENERATE_CHUNK at a time: a generation's intermediates (noise fields)
         for a few states stay in cache, for a whole batch they do not, so chunks are faster
         (the same states). Accelerators generate all at once.
         """
-        generate = partial(self.env.generate, params=self._first_params(params))
+        first_params = self._first_params(params)
+        packings = []  # the static layout, read off the state while it is traced
+
+        def generate(key: jax.Array) -> dict[str, jax.Array]:
+            state = self.env.generate(key, params=first_params)
+            packings.append(Packing.of(state))
+            return packings[-1].pack(state)
+
         if jax.default_backend() == "cpu":
-            return jax.lax.map(generate, keys, batch_size=CPU_GENERATE_CHUNK)
-        return jax.vmap(generate)(keys)
+            packed = jax.lax.map(generate, keys, batch_size=CPU_GENERATE_CHUNK)
+        else:
+            packed = jax.vmap(generate)(keys)
+        return packed, packings[0]
+
+    def pooled_states(self, state: VecState, params: Any) -> Any:
+        """The pool's start states as a pytree with a leading (pool_size,) axis."""
+        require(self.pool_size > 0, "pooled_states needs a VecEnv with pool_size > 0")
+        world = jax.eval_shape(
+            partial(self.env.generate, params=self._first_params(params)),
+            jax.ShapeDtypeStruct((2,), jnp.uint32),
+        )
+        return Packing.of(world).unpack(state.pool)
 
     def _keys_for(self, key: jax.Array, needed: bool) -> tuple[jax.Array, int | None]:
         """One key per environment, or one shared key where none is ever drawn from.
@@ -195,9 +217,11 @@ class VecEnv:
         return key, None
 
     def _draw_from_pool(self, reset_keys, key_axis, refresh_key, state: VecState, done, params):
+        refresh_keys = threefry.split(refresh_key, self.refresh_per_step)
+        fresh, packing = self._generate(refresh_keys, params)
         rank = jnp.cumsum(done.astype(jnp.int32)) - 1
         slots = (state.pool_cursor + rank) % self.pool_size
-        drawn = jax.tree.map(lambda pooled: pooled[slots], state.pool)
+        drawn = packing.unpack(jax.tree.map(lambda pooled: pooled[slots], state.pool))
         restart_obs, restart_state = self._vmap(self.env.reset_from, (key_axis, 0), params)(
             reset_keys, drawn, params
         )
@@ -206,8 +230,6 @@ class VecEnv:
         refresh_slots = (
             cursor - self.refresh_per_step + jnp.arange(self.refresh_per_step)
         ) % self.pool_size
-        refresh_keys = threefry.split(refresh_key, self.refresh_per_step)
-        fresh = self._generate(refresh_keys, params)
         pool = jax.tree.map(
             lambda pooled, new: pooled.at[refresh_slots].set(new), state.pool, fresh
         )
