@@ -35,8 +35,8 @@ def _rotate_left(value: jax.Array, bits: int) -> jax.Array:
 def hash_pairs(key: jax.Array, high: jax.Array, low: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Threefry-2x32 (20 rounds) of the counter pairs `(high, low)` under `key` `uint32[2]`.
 
-    Written in `lax` primitives: `jnp` operators would trace each of the hundred-odd
-    operations as a nested jitted call, several times slower to trace and to lower.
+    Written in `lax` primitives (`jnp` operators would trace each of the hundred-odd
+    operations as a nested jitted call) and jitted, so that each shape traces once.
     """
     schedule = (key[0], key[1], key[0] ^ key[1] ^ KEY_SCHEDULE_PARITY)
     x0, x1 = lax.add(high, schedule[0]), lax.add(low, schedule[1])
