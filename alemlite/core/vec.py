@@ -144,29 +144,54 @@ class VecEnv:
         # Restarting costs the same whether one environment finished or none did (under vmap
         # every branch runs for every environment), so it runs only on steps where one did:
         # at a small batch most steps have none. Under an outer vmap `cond` runs both sides.
-        obs, env_state, pool, cursor = jax.lax.cond(
+        # The pool stays outside the `cond`: passed through it, XLA copies every pool array on
+        # every step. The `cond` yields the rows for the slots just behind the cursor (fresh
+        # worlds, or the rows already there) and one small scatter writes them back.
+        obs, env_state, refreshed, cursor = jax.lax.cond(
             done.any(),
             lambda: self._restart(reset_key, refresh_key, state, obs, env_state, done, params),
-            lambda: (obs, env_state, state.pool, state.pool_cursor),
+            lambda: (
+                obs,
+                env_state,
+                self._rows_to_refresh(state.pool, state.pool_cursor),
+                state.pool_cursor,
+            ),
         )
+        pool = self._write_rows(state.pool, refreshed, cursor)
         return obs, VecState(env_state=env_state, pool=pool, pool_cursor=cursor), reward, done, info
+
+    def _refresh_slots(self, cursor: jax.Array) -> jax.Array:
+        """The `refresh_per_step` slots handed out most recently, just behind `cursor`."""
+        return (cursor - self.refresh_per_step + jnp.arange(self.refresh_per_step)) % self.pool_size
+
+    def _rows_to_refresh(self, pool: dict[str, jax.Array] | None, cursor: jax.Array):
+        if pool is None:
+            return None
+        slots = self._refresh_slots(cursor)
+        return jax.tree.map(lambda pooled: pooled[slots], pool)
+
+    def _write_rows(self, pool: dict[str, jax.Array] | None, rows, cursor: jax.Array):
+        if pool is None:
+            return None
+        slots = self._refresh_slots(cursor)
+        return jax.tree.map(lambda pooled, row: pooled.at[slots].set(row), pool, rows)
 
     def _restart(self, reset_key, refresh_key, state: VecState, obs, env_state, done, params):
         """Finished environments from a start state (the pool's, or freshly generated)."""
         reset_keys, reset_key_axis = self._keys_for(reset_key, self.env.needs_reset_key)
         if self.pool_size:
-            restart_obs, restart_state, pool, cursor = self._draw_from_pool(
+            restart_obs, restart_state, refreshed, cursor = self._draw_from_pool(
                 reset_keys, reset_key_axis, refresh_key, state, done, params
             )
         elif reset_key_axis is None and self._shared(params):
             # The same start for every environment: build it once, let `where` broadcast it.
             restart_obs, restart_state = self.env.reset(reset_keys, params)
-            pool, cursor = state.pool, state.pool_cursor
+            refreshed, cursor = None, state.pool_cursor
         else:
             restart_obs, restart_state = self._vmap(self.env.reset, (reset_key_axis,), params)(
                 reset_keys, params
             )
-            pool, cursor = state.pool, state.pool_cursor
+            refreshed, cursor = None, state.pool_cursor
 
         def where_done(restarted, continued):
             mask = done.reshape(done.shape + (1,) * (continued.ndim - 1))
@@ -174,7 +199,7 @@ class VecEnv:
 
         obs = where_done(restart_obs, obs)
         env_state = jax.tree.map(where_done, restart_state, env_state)
-        return obs, env_state, pool, cursor
+        return obs, env_state, refreshed, cursor
 
     def _generate(self, keys: jax.Array, params: Any) -> tuple[dict[str, jax.Array], Packing]:
         """Start states for `keys`, generated with the first environment's params, packed
@@ -226,14 +251,8 @@ class VecEnv:
             reset_keys, drawn, params
         )
         cursor = (state.pool_cursor + done.sum(dtype=jnp.int32)) % self.pool_size
-        # Regenerate the most recently handed-out slots, just behind the cursor.
-        refresh_slots = (
-            cursor - self.refresh_per_step + jnp.arange(self.refresh_per_step)
-        ) % self.pool_size
-        pool = jax.tree.map(
-            lambda pooled, new: pooled.at[refresh_slots].set(new), state.pool, fresh
-        )
-        return restart_obs, restart_state, pool, cursor
+        # `fresh` regenerates the slots just behind the new cursor (`step` writes them).
+        return restart_obs, restart_state, fresh, cursor
 
     def observe(self, state: VecState, params: Any) -> jax.Array:
         return self._vmap(self.env.observe, (0,), params)(state.env_state, params)
