@@ -31,6 +31,7 @@ from alemlite.envs.craft.coordination.state import CoordinationState
 from alemlite.envs.craft.world.gathering import add_items, facing_target
 from alemlite.envs.craft.world.observation import window_grid, window_offsets
 from alemlite.envs.craft.world.rendering import Marks
+from alemlite.envs.craft.world.slots import free_slots_first
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import in_bounds, read_tiles, same_tile, write_tiles
 
@@ -125,7 +126,7 @@ def resolve_tasks(
     starting = handing & ~pending
     starting &= ~jnp.any(earlier & together & starting[None, :], axis=1)
     # Starters take free slots in agent order; without a free slot nothing starts.
-    free_slots = jnp.argsort(coordination.task_starter >= 0, stable=True)
+    free_slots = free_slots_first(coordination.task_starter >= 0)
     rank = jnp.clip(jnp.cumsum(starting) - 1, 0, config.task_slots - 1)
     new_slot = free_slots[rank]
     starting &= (jnp.cumsum(starting) <= config.task_slots) & (

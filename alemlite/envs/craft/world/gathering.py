@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
 from alemlite.envs.craft.world.rules import DoRules
+from alemlite.envs.craft.world.slots import free_slots_first
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import (
     first_claim,
@@ -224,7 +225,7 @@ def place_action(config: CraftConfig, state: CraftState, actions: jax.Array) -> 
 
     # Plants take the free slots of the plant table in agent order.
     planting = placing & (kind == C.PLACE_PLANT - C.PLACE_STONE)
-    free_slots = jnp.argsort(state.plants.alive, stable=True)  # free slots first
+    free_slots = free_slots_first(state.plants.alive)
     rank = jnp.cumsum(planting) - 1
     slot_free = ~state.plants.alive[free_slots[jnp.clip(rank, 0, None)]]
     placing &= ~planting | slot_free

@@ -24,6 +24,7 @@ import numpy as np
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.world.gathering import agent_blocking, mob_at
+from alemlite.envs.craft.world.slots import free_slots_first
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import first_claim, l1_distance, read_tiles, write_tiles
 
@@ -197,7 +198,7 @@ def fly_arrows(config: CraftConfig, state: CraftState, shooting: jax.Array) -> C
     )
     launching = first_claim(shooting & clear, start)
     # Launchers take the free arrow slots in mob order; the rest hold their fire.
-    free_slots = jnp.argsort(alive, stable=True)
+    free_slots = free_slots_first(alive)
     rank = jnp.cumsum(launching) - 1
     candidate = free_slots[jnp.clip(rank, 0, config.arrow_slots - 1)]
     launching &= (rank < config.arrow_slots) & ~alive[candidate]
