@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from alemlite.core.fusion import materialise
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
 from alemlite.envs.craft.world.gathering import agent_blocking, mob_at
@@ -117,7 +118,7 @@ def move_and_attack(
         random_step,
     )
     cow_step = jnp.where((uniform[:, 1] < C.COW_MOVE_PROBABILITY)[:, None], random_step, no_step)
-    retreat = -toward(offset, uniform[:, 2] < 0.6)
+    retreat = materialise(-toward(offset, uniform[:, 2] < 0.6))  # tested like `destination`
     retreats = (distance <= C.SKELETON_RETREAT_DISTANCE) & enterable(mobs.position + retreat)
     shoots = (
         ~retreats
@@ -139,7 +140,7 @@ def move_and_attack(
     step = jnp.select(
         [is_zombie[:, None], is_skeleton[:, None]], [zombie_step, skeleton_step], cow_step
     )
-    destination = mobs.position + step
+    destination = materialise(mobs.position + step)  # tested against every mob and agent
     moving = mobs.alive & jnp.any(step != 0, axis=1) & enterable(destination)
     moving = first_claim(moving, destination)
     position = jnp.where(moving[:, None], destination, mobs.position)

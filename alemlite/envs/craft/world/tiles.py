@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from alemlite.core.fusion import materialise
 from alemlite.envs.craft import constants as C
 
 
@@ -35,6 +36,8 @@ def same_tile(a: jax.Array, b: jax.Array) -> jax.Array:
 
 def first_claim(claiming: jax.Array, target: jax.Array) -> jax.Array:
     """Among claimants of one tile, only the lowest index wins: `(K,)` bool."""
+    # Both are read K times over by the (K, K) test below: compute them once.
+    claiming, target = materialise(claiming), materialise(target)
     count = claiming.shape[0]
     earlier = jnp.tril(jnp.ones((count, count), bool), k=-1)  # [i, j]: j < i
     beaten = jnp.any(earlier & same_tile(target, target) & claiming[None, :], axis=1)
