@@ -6,8 +6,12 @@ peer virtual environments are given, the same run sweeps `craftax` Classic symbo
 (with and without auto-reset) and `alem-env` (`step` and `step_env`) over batch sizes
 (`--peer-envs`, each peer until a larger batch stops helping it), alternating with
 alemlite at each size, and reports each ratio at `--ratio-envs` environments and at
-each side's best batch. The compile time of the program timed at `--ratio-envs` is
-measured from `--compile-runs` fresh compiles (no compilation cache). Writes
+each side's best batch. At `--ratio-envs` alemlite and the peers alternate
+`--ratio-rounds` times and the headline ratio is the median of the rounds' ratios, each
+alemlite timing paired with the peer timings just after it: on a shared host the speed
+of the machine drifts between minutes, and a single pair can land on either side. The
+compile time of the program timed at `--ratio-envs` is measured from `--compile-runs`
+fresh compiles (no compilation cache). Writes
 `benchmarks/results/craft_throughput_<platform>.json` and a plot beside it.
 
     python -m benchmarks.craft_throughput --max-log2-envs 12
@@ -67,6 +71,8 @@ class CraftBenchConfig(ResultsFolder):
     """batch sizes at which peers are timed, in this order, alternating with alemlite"""
     ratio_envs: int = 64
     """the batch of the headline ratios (the peers' own benchmark batch); always timed"""
+    ratio_rounds: int = 3
+    """rounds of alemlite-then-peers at `ratio_envs`; the headline ratio is their median"""
     peer_stop_gain: float = 1.05
     """past `ratio_envs`, a peer stops at the first batch where none of its modes gained this
     factor over its best so far (1: sweep every size)"""
@@ -88,6 +94,7 @@ class CraftBenchConfig(ResultsFolder):
             pool_size=self.pool_size,
             peer_envs=self.peer_envs,
             ratio_envs=self.ratio_envs,
+            ratio_rounds=self.ratio_rounds,
             map_size_check_envs=self.map_size_check_envs,
         )
         require_at_least(0, compile_runs=self.compile_runs)
@@ -250,7 +257,8 @@ def run(config: CraftBenchConfig) -> dict:
 
 
 def _side_by_side(env, config: CraftBenchConfig, peers: dict[str, Path]) -> list[dict]:
-    """At each of `peer_envs`, alemlite then every peer still sweeping, alternating.
+    """At each of `peer_envs`, alemlite then every peer still sweeping, alternating
+    (`ratio_rounds` times over at `ratio_envs`; rows carry their `round`).
 
     A peer stops past `ratio_envs` once a batch brings none of its modes a gain of
     `peer_stop_gain` over its best so far (a larger batch no longer helps it); a peer that
@@ -264,51 +272,50 @@ def _side_by_side(env, config: CraftBenchConfig, peers: dict[str, Path]) -> list
     for num_envs in tqdm(sizes, desc="peers side by side"):
         if not sweeping:
             break
-        ours = _time_alemlite(env, num_envs, config, random_policy=False)
-        ours = {"peer": "alemlite", "mode": "beside the peers", **ours}
-        rows.append(ours)
-        for name, python in list(sweeping.items()):
-            request = PeerRun(num_envs, config.steps_per_call, config.repeats, python)
-            gained = False
-            for row in timers[name](config.options(), request):
-                rows.append(row)
-                if "env_steps_per_s" not in row:
-                    continue
-                row["alemlite_env_steps_per_s"] = ours["env_steps_per_s"]
-                row["ratio"] = ours["env_steps_per_s"] / row["env_steps_per_s"]
-                print(
-                    f"{num_envs:>6} envs  {name} {row['mode']:<12} "
-                    f"{row['env_steps_per_s']:>12.0f} env steps/s  "
-                    f"alemlite {ours['env_steps_per_s']:>12.0f}  ratio {row['ratio']:.0f}x"
-                )
-                previous = best.get((name, row["mode"]), 0.0)
-                gained |= row["env_steps_per_s"] >= config.peer_stop_gain * previous
-                best[name, row["mode"]] = max(previous, row["env_steps_per_s"])
+        gained = dict.fromkeys(sweeping, False)
+        rounds = config.ratio_rounds if num_envs == config.ratio_envs else 1
+        for round_index in range(rounds):
+            ours = _time_alemlite(env, num_envs, config, random_policy=False)
+            ours = {"peer": "alemlite", "mode": "beside the peers", "round": round_index, **ours}
+            rows.append(ours)
+            for name, python in sweeping.items():
+                request = PeerRun(num_envs, config.steps_per_call, config.repeats, python)
+                for row in timers[name](config.options(), request):
+                    row["round"] = round_index
+                    rows.append(row)
+                    if "env_steps_per_s" not in row:
+                        continue
+                    row["alemlite_env_steps_per_s"] = ours["env_steps_per_s"]
+                    row["ratio"] = ours["env_steps_per_s"] / row["env_steps_per_s"]
+                    print(
+                        f"{num_envs:>6} envs  {name} {row['mode']:<12} "
+                        f"{row['env_steps_per_s']:>12.0f} env steps/s  "
+                        f"alemlite {ours['env_steps_per_s']:>12.0f}  ratio {row['ratio']:.0f}x"
+                        + (f"  (round {round_index + 1} of {rounds})" if rounds > 1 else "")
+                    )
+                    previous = best.get((name, row["mode"]), 0.0)
+                    gained[name] |= row["env_steps_per_s"] >= config.peer_stop_gain * previous
+                    best[name, row["mode"]] = max(previous, row["env_steps_per_s"])
+        for name in list(sweeping):
             failed = any("error" in row for row in rows if row.get("peer") == name)
-            if failed or (num_envs > config.ratio_envs and not gained):
+            if failed or (num_envs > config.ratio_envs and not gained[name]):
                 print(f"{name}: sweep stops at {num_envs} envs")
                 del sweeping[name]
     return rows
 
 
 def _ratios(ours: list[dict], peers: list[dict], ratio_envs: int) -> dict[str, dict]:
-    """Per peer mode: the ratio at `ratio_envs` (alemlite timed beside it) and at each side's
-    best batch (alemlite's best hashed rate in the whole run against the peer's best)."""
+    """Per peer mode: the ratio at `ratio_envs` (the median over the rounds of alemlite
+    timed just before the peer, with the rounds listed) and at each side's best batch
+    (alemlite's best hashed rate in the whole run against the peer's best)."""
     top = max(ours, key=lambda row: row["env_steps_per_s"])
     ratios = {}
     for key in sorted({(r["peer"], r["mode"]) for r in peers if "ratio" in r}):
         rows = [r for r in peers if (r.get("peer"), r.get("mode")) == key and "ratio" in r]
-        at = next((r for r in rows if r["num_envs"] == ratio_envs), None)
+        rounds = [r for r in rows if r["num_envs"] == ratio_envs]
         peer_top = max(rows, key=lambda row: row["env_steps_per_s"])
         ratios[f"{key[0]}/{key[1]}"] = {
-            "at_ratio_envs": None
-            if at is None
-            else {
-                "num_envs": ratio_envs,
-                "alemlite_env_steps_per_s": at["alemlite_env_steps_per_s"],
-                "peer_env_steps_per_s": at["env_steps_per_s"],
-                "ratio": at["ratio"],
-            },
+            "at_ratio_envs": _median_round(rounds, ratio_envs) if rounds else None,
             "at_best": {
                 "alemlite_num_envs": top["num_envs"],
                 "alemlite_env_steps_per_s": top["env_steps_per_s"],
@@ -316,9 +323,27 @@ def _ratios(ours: list[dict], peers: list[dict], ratio_envs: int) -> dict[str, d
                 "peer_env_steps_per_s": peer_top["env_steps_per_s"],
                 "ratio": top["env_steps_per_s"] / peer_top["env_steps_per_s"],
             },
-            "peer_batches": [r["num_envs"] for r in rows],
+            "peer_batches": sorted({r["num_envs"] for r in rows}),
         }
     return ratios
+
+
+def _median_round(rounds: list[dict], ratio_envs: int) -> dict:
+    """The medians over the rounds at `ratio_envs` of alemlite's rate, the peer's and
+    their paired ratio (not the ratio of the two medians), and every round's figures."""
+    figures = [
+        {
+            "alemlite_env_steps_per_s": r["alemlite_env_steps_per_s"],
+            "peer_env_steps_per_s": r["env_steps_per_s"],
+            "ratio": r["ratio"],
+        }
+        for r in rounds
+    ]
+    return {
+        "num_envs": ratio_envs,
+        **{field: float(np.median([f[field] for f in figures])) for field in figures[0]},
+        "rounds": figures,
+    }
 
 
 def _compile_runs(env, config: CraftBenchConfig) -> dict:
@@ -370,9 +395,13 @@ def _plot(sweep: list[dict], peers: list[dict], path: Path, config: CraftBenchCo
         )
     for key in sorted({(r["peer"], r["mode"]) for r in peers if "mode" in r}):
         rows = [r for r in peers if (r.get("peer"), r.get("mode")) == key]
+        sizes = sorted({r["num_envs"] for r in rows})  # the median of the rounds at a size
         axis.plot(
-            [r["num_envs"] for r in rows],
-            [r["agent_steps_per_s"] for r in rows],
+            sizes,
+            [
+                np.median([r["agent_steps_per_s"] for r in rows if r["num_envs"] == n])
+                for n in sizes
+            ],
             ":",
             marker="s",
             markersize=4,

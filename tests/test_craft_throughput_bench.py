@@ -59,11 +59,12 @@ def test_peers_are_swept_until_a_larger_batch_stops_helping_them(stand_ins):
     config = bench.CraftBenchConfig(peer_envs=(16, 32, 64, 128, 256, 512), ratio_envs=64)
     rows = bench._side_by_side(None, config, {"alem": Path("a"), "craftax": Path("c")})
     # alem gains < 5% from 128 to 256 envs: stops there; craftax fails at 256 and stops.
-    assert [n for name, n in stand_ins if name == "alem"] == [16, 32, 64, 128, 256]
-    assert [n for name, n in stand_ins if name == "craftax"] == [16, 32, 64, 128, 256]
-    # alemlite is timed at each size, before the peers, until no peer is left.
-    ours = [row["num_envs"] for row in rows if row["peer"] == "alemlite"]
-    assert ours == [16, 32, 64, 128, 256]
+    # At the ratio batch (64) both are timed once per round (3 rounds by default).
+    assert [n for name, n in stand_ins if name == "alem"] == [16, 32, 64, 64, 64, 128, 256]
+    assert [n for name, n in stand_ins if name == "craftax"] == [16, 32, 64, 64, 64, 128, 256]
+    # alemlite is timed at each size (each round), before the peers, until none is left.
+    ours = [(row["num_envs"], row["round"]) for row in rows if row["peer"] == "alemlite"]
+    assert ours == [(16, 0), (32, 0), (64, 0), (64, 1), (64, 2), (128, 0), (256, 0)]
     row = next(r for r in rows if (r["peer"], r.get("mode"), r["num_envs"]) == ("alem", "fast", 64))
     assert row["alemlite_env_steps_per_s"] == _alemlite_rate(64)
     assert row["ratio"] == pytest.approx(_alemlite_rate(64) / 800.0)
@@ -76,7 +77,7 @@ def test_a_peer_is_swept_past_the_ratio_batch_even_without_gains(stand_ins):
         peer_envs=(128, 16, 32, 256), ratio_envs=64, peer_stop_gain=100.0
     )
     bench._side_by_side(None, config, {"alem": Path("a")})
-    assert [n for _, n in stand_ins] == [16, 32, 64, 128]
+    assert [n for _, n in stand_ins] == [16, 32, 64, 64, 64, 128]
 
 
 def test_ratios_at_the_ratio_batch_and_at_each_sides_best(stand_ins):
@@ -87,12 +88,12 @@ def test_ratios_at_the_ratio_batch_and_at_each_sides_best(stand_ins):
     ratios = bench._ratios(ours, rows, 64)
     assert set(ratios) == {"alem/fast", "alem/slow"}
     slow = ratios["alem/slow"]
-    assert slow["at_ratio_envs"] == {
-        "num_envs": 64,
+    one_round = {
         "alemlite_env_steps_per_s": _alemlite_rate(64),
         "peer_env_steps_per_s": 400.0,
         "ratio": _alemlite_rate(64) / 400.0,
     }
+    assert slow["at_ratio_envs"] == {"num_envs": 64, **one_round, "rounds": [one_round] * 3}
     # The peer's best is at 256 envs (505), alemlite's at 4096 in the sweep.
     assert slow["at_best"] == {
         "alemlite_num_envs": 4096,
@@ -102,6 +103,39 @@ def test_ratios_at_the_ratio_batch_and_at_each_sides_best(stand_ins):
         "ratio": 3e6 / 505.0,
     }
     assert slow["peer_batches"] == [16, 32, 64, 128, 256]
+
+
+def test_the_headline_ratio_is_the_median_of_paired_rounds(stand_ins, monkeypatch):
+    # The host speeds up and slows down between rounds: each round's ratio pairs alemlite
+    # with the peer timed just after it, and the headline is the median of those ratios.
+    speed = iter([1.0, 1.0, 2.0, 2.0, 0.5, 0.5])  # alemlite, then alem, in each round
+    monkeypatch.setattr(
+        bench,
+        "_time_alemlite",
+        lambda env, num_envs, config, random_policy: {
+            "num_envs": num_envs,
+            "policy": "hashed",
+            "env_steps_per_s": 50_000.0 * next(speed) * (1.2 if num_envs == 64 else 1.0),
+        },
+    )
+    peer_time = bench.PEERS["craft"][0].time
+
+    def slowed(options, run):
+        rows = peer_time(options, run)
+        factor = next(speed)
+        return [{**row, "env_steps_per_s": row["env_steps_per_s"] * factor} for row in rows]
+
+    monkeypatch.setitem(bench.PEERS, "craft", (Peer("alem", slowed, "setup"),))
+    config = bench.CraftBenchConfig(peer_envs=(64,), ratio_envs=64, ratio_rounds=3)
+    rows = bench._side_by_side(None, config, {"alem": Path("a")})
+    ours = [row for row in rows if row["peer"] == "alemlite"]
+    at = bench._ratios(ours, rows, 64)["alem/slow"]["at_ratio_envs"]
+    # Every round's ratio is 60,000 / 400 = 150 although the rates swing fourfold.
+    assert [r["ratio"] for r in at["rounds"]] == pytest.approx([150.0] * 3)
+    assert at["ratio"] == pytest.approx(150.0)
+    assert [r["peer_env_steps_per_s"] for r in at["rounds"]] == [400.0, 800.0, 200.0]
+    assert at["peer_env_steps_per_s"] == 400.0
+    assert at["alemlite_env_steps_per_s"] == pytest.approx(60_000.0)
 
 
 def test_no_peer_given_times_nothing_beside(stand_ins):
@@ -115,6 +149,7 @@ def test_no_peer_given_times_nothing_beside(stand_ins):
         ("compile_runs", -1, "compile_runs=-1 must be at least 0"),
         ("peer_stop_gain", 0.5, "peer_stop_gain=0.5 must be at least 1.0"),
         ("ratio_envs", 0, "ratio_envs=0 must be at least 1"),
+        ("ratio_rounds", 0, "ratio_rounds=0 must be at least 1"),
     ],
 )
 def test_bad_sweep_settings_are_refused(field, value, message):
