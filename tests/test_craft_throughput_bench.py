@@ -22,6 +22,15 @@ def _alemlite_rate(num_envs: int) -> float:
     return 1000.0 * num_envs
 
 
+def _alemlite_timed_at(rate):
+    """A stand-in for `_time_alemlite` that reports `rate(num_envs)` env steps/s."""
+    return lambda env, num_envs, config, random_policy: {
+        "num_envs": num_envs,
+        "policy": "hashed",
+        "env_steps_per_s": rate(num_envs),
+    }
+
+
 @pytest.fixture
 def stand_ins(monkeypatch):
     calls = []
@@ -43,15 +52,7 @@ def stand_ins(monkeypatch):
     monkeypatch.setitem(
         bench.PEERS, "craft", tuple(Peer(name, timer(name), "setup") for name in RATES)
     )
-    monkeypatch.setattr(
-        bench,
-        "_time_alemlite",
-        lambda env, num_envs, config, random_policy: {
-            "num_envs": num_envs,
-            "policy": "hashed",
-            "env_steps_per_s": _alemlite_rate(num_envs),
-        },
-    )
+    monkeypatch.setattr(bench, "_time_alemlite", _alemlite_timed_at(_alemlite_rate))
     return calls
 
 
@@ -110,13 +111,7 @@ def test_the_headline_ratio_is_the_median_of_paired_rounds(stand_ins, monkeypatc
     # with the peer timed just after it, and the headline is the median of those ratios.
     speed = iter([1.0, 1.0, 2.0, 2.0, 0.5, 0.5])  # alemlite, then alem, in each round
     monkeypatch.setattr(
-        bench,
-        "_time_alemlite",
-        lambda env, num_envs, config, random_policy: {
-            "num_envs": num_envs,
-            "policy": "hashed",
-            "env_steps_per_s": 50_000.0 * next(speed) * (1.2 if num_envs == 64 else 1.0),
-        },
+        bench, "_time_alemlite", _alemlite_timed_at(lambda num_envs: 60_000.0 * next(speed))
     )
     peer_time = bench.PEERS["craft"][0].time
 
