@@ -150,3 +150,15 @@ def test_no_peer_given_times_nothing_beside(stand_ins):
 def test_bad_sweep_settings_are_refused(field, value, message):
     with pytest.raises(ConfigError, match=message):
         bench.CraftBenchConfig(**{field: value})
+
+
+def test_the_median_ratio_is_of_the_rounds_ratios_not_of_the_median_rates():
+    rows = [
+        {"alemlite_env_steps_per_s": ours, "env_steps_per_s": peer, "ratio": ours / peer}
+        for ours, peer in ((100.0, 1.0), (400.0, 2.0), (90.0, 3.0))
+    ]
+    at = bench._median_round(rows, 64)
+    # Ratios 100, 200 and 30: their median is 100; the medians' ratio would be 100 / 2.
+    assert at["ratio"] == 100.0
+    assert (at["alemlite_env_steps_per_s"], at["peer_env_steps_per_s"]) == (100.0, 2.0)
+    assert [r["ratio"] for r in at["rounds"]] == [100.0, 200.0, 30.0]
