@@ -24,6 +24,12 @@ def test_split_fold_in_and_uniform_equal_jax_random(seed):
     _equal(threefry.split(key), jax.random.split(key))
     _equal(threefry.uniform(key, (3, 4, 5)), jax.random.uniform(key, (3, 4, 5)))
     _equal(threefry.uniform(key, ()), jax.random.uniform(key, ()))
+    for low, high in ((0.2, 0.85), (-3.5, 2.25), (1.0, 1.0), (5.0, -1.0)):
+        for shape in ((), (1001,)):
+            _equal(
+                threefry.uniform(key, shape, low, high),
+                jax.random.uniform(key, shape, minval=low, maxval=high),
+            )
     for data in (0, 1, 3, 1000, 2**31 - 1):
         _equal(threefry.fold_in(key, data), jax.random.fold_in(key, data))
 
@@ -47,7 +53,8 @@ def test_equal_under_jit_and_vmap_and_in_chains():
     keys = jax.random.split(jax.random.PRNGKey(7), 5)
 
     def draw(random, key):
-        return random.uniform(key, (9,)), random.randint(key, (9,), -2, 11)
+        bounded = random.uniform(key, (), minval=0.2, maxval=0.85)
+        return random.uniform(key, (9,)), random.randint(key, (9,), -2, 11), bounded
 
     @jax.jit
     def ours(keys):

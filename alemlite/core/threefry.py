@@ -16,6 +16,8 @@ stop that on CPU).
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,14 +98,26 @@ def _bits(key: jax.Array, count: int) -> jax.Array:
     return _materialised(jnp.bitwise_xor(*hash_pairs(key, *_counters(count))))
 
 
-def uniform(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """`jax.random.uniform(key, shape)`: float32 in [0, 1)."""
+def uniform(
+    key: jax.Array, shape: tuple[int, ...], minval: float = 0.0, maxval: float = 1.0
+) -> jax.Array:
+    """`jax.random.uniform(key, shape, minval=minval, maxval=maxval)` for Python float
+    bounds: float32 in [minval, maxval)."""
     if not _default_generator(key):
-        return jax.random.uniform(key, shape)
+        return jax.random.uniform(key, shape, minval=minval, maxval=maxval)
+    return _uniform(key, tuple(shape), float(minval), float(maxval))
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3))
+def _uniform(key: jax.Array, shape: tuple[int, ...], minval: float, maxval: float) -> jax.Array:
+    # Jitted as `jax.random.uniform` is, so that XLA compiles the scaling as it compiles
+    # JAX's (it may fuse the multiply-add), also when called outside a jit.
     bits = _bits(key, int(np.prod(shape, dtype=np.int64)))
     # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).
     mantissa = (bits >> np.uint32(9)) | np.uint32(0x3F800000)
-    return (jax.lax.bitcast_convert_type(mantissa, jnp.float32) - np.float32(1.0)).reshape(shape)
+    floats = (jax.lax.bitcast_convert_type(mantissa, jnp.float32) - np.float32(1.0)).reshape(shape)
+    low, high = np.float32(minval), np.float32(maxval)
+    return jnp.maximum(low, floats * (high - low) + low)
 
 
 def randint(key: jax.Array, shape: tuple[int, ...], minval: int, maxval: int) -> jax.Array:

@@ -111,7 +111,7 @@ class Layer:
         if not self.on:
             return state
         low, high = C.SAMPLED_ALPHA
-        sampled = jax.random.uniform(key, (), minval=low, maxval=high)
+        sampled = threefry.uniform(key, (), minval=low, maxval=high)
         alpha = jnp.where(params.sample_alpha, sampled, params.alpha).astype(jnp.float32)
         return state.replace(coordination=state.coordination.replace(alpha=alpha))
 
