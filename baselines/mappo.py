@@ -2,7 +2,7 @@
 
 Each seat's value is read from the global state (`env.global_state`) and the
 seat's one-hot id, so the critic sees what no single actor can; at truncation it
-bootstraps from `info["final_global_state"]`. Everything else is IPPO.
+bootstraps from the global state of `info["final_state"]`. Everything else is IPPO.
 """
 
 from __future__ import annotations

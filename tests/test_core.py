@@ -40,7 +40,9 @@ def test_vec_env_restarts_finished_episodes_and_keeps_the_final_observation(env)
     np.testing.assert_array_equal(obs[0, :, 1], [0, 0])  # restarted: step 0 again
     np.testing.assert_array_equal(obs[1:, :, 1], [[1, 1], [1, 1]])
     np.testing.assert_array_equal(state.env_state.episode_length, [0, 1, 1])
-    np.testing.assert_array_equal(info["final_global_state"][0, -1], 1)
+    final = state.replace(env_state=info["final_state"])
+    np.testing.assert_array_equal(info["final_state"].episode_length, [1, 1, 1])
+    np.testing.assert_array_equal(vec.global_state(final, params)[0, -1], 1)
 
 
 @pytest.mark.parametrize("pool_size, refresh", [(4, 1), (8, 8)])

@@ -3,7 +3,9 @@
 `VecEnv` vmaps an `Environment` over `num_envs` copies. When an episode ends,
 the environment is restarted in the same step from a *generated* start state
 and `info["final_observation"]` keeps the observation the episode ended on, so
-that value bootstrapping at truncation stays correct.
+that value bootstrapping at truncation stays correct; `info["final_state"]` keeps the
+states themselves (`vec.global_state(state.replace(env_state=info["final_state"]),
+params)` is the global state they ended in).
 
 Two reset sources:
 - `pool_size=0`: every finished environment generates a fresh start state.
@@ -134,13 +136,9 @@ class VecEnv:
         obs, env_state, reward, done, info = self._vmap(
             self.env.step, (step_key_axis, 0, 0), params
         )(step_keys, state.env_state, actions, params)
-        info = {
-            **info,
-            "final_observation": obs,
-            "final_global_state": self._vmap(self.env.global_state, (0,), params)(
-                env_state, params
-            ),
-        }
+        # The states episodes ended in, for anything else read off them (a centralised
+        # critic's global state): free where unused, and nothing is traced for them here.
+        info = {**info, "final_observation": obs, "final_state": env_state}
         # Restarting costs the same whether one environment finished or none did (under vmap
         # every branch runs for every environment), so it runs only on steps where one did:
         # at a small batch most steps have none. Under an outer vmap `cond` runs both sides.

@@ -2,9 +2,9 @@
 
 The rollout is agnostic of the algorithm: it calls `act` for actions, log-probs
 and values, and `bootstrap` for the value of the observation a cut-off episode
-ended on (`info["final_observation"]` / `info["final_global_state"]`), computed
-with the recurrent state the episode ended with, which is why it is computed
-here rather than after the rollout.
+ended on (`info["final_observation"]`, and the global state of
+`info["final_state"]`), computed with the recurrent state the episode ended
+with, which is why it is computed here rather than after the rollout.
 
 The environment's declared `time_limit` decides what a truncation means for
 value targets: at a time limit that is part of the task (`TimeLimit.TASK`)
@@ -106,7 +106,9 @@ def collect(
         if cut_off_at_time_limit:
             final_view = next_view.replace(
                 observation=info["final_observation"],
-                global_state=info["final_global_state"],
+                global_state=vec_env.global_state(
+                    env_state.replace(env_state=info["final_state"]), env_params
+                ),
                 episode_start=jnp.zeros_like(done),
             )
             final_value = jnp.where(
