@@ -136,8 +136,9 @@ class VecEnv:
         obs, env_state, reward, done, info = self._vmap(
             self.env.step, (step_key_axis, 0, 0), params
         )(step_keys, state.env_state, actions, params)
-        # The states episodes ended in, for anything else read off them (a centralised
-        # critic's global state): free where unused, and nothing is traced for them here.
+        # The states episodes ended in, before the restart below; what a learner reads off
+        # them (a centralised critic's global state) it computes itself, so a program that
+        # reads nothing traces nothing more.
         info = {**info, "final_observation": obs, "final_state": env_state}
         # Restarting costs the same whether one environment finished or none did (under vmap
         # every branch runs for every environment), so it runs only on steps where one did:
