@@ -154,7 +154,7 @@ def vec_rollout(
 ) -> Callable[[jax.Array], jax.Array]:
     """`run(key)`: reset a `VecEnv` batch and play `steps` auto-resetting steps, the actions
     chosen as `actions` (one of `ACTIONS`) says."""
-    from alemlite.core import VecEnv
+    from alemlite.core import VecEnv, threefry
 
     require(actions in ACTIONS, f"actions={actions!r}; choose one of {ACTIONS}")
     vec = VecEnv(env, num_envs, pool_size=pool_size, refresh_per_step=refresh_per_step)
@@ -174,7 +174,9 @@ def vec_rollout(
 
         def one_step(carry, step):
             state, key = carry
-            key, env_key, policy_key = jax.random.split(key, 3)
+            # The keys `jax.random.split` makes, from one fused kernel: on CPU JAX's own
+            # hash is a loop of small kernels that would be timed (and compiled) with the step.
+            key, env_key, policy_key = threefry.split(key, 3)
             chosen = choose(step, policy_key, state)
             _, state, reward, _, _ = vec.step(env_key, state, chosen, params)
             return (state, key), reward.sum()

@@ -69,8 +69,17 @@ def _materialised(words: jax.Array) -> jax.Array:
 
 
 def _keys(first: jax.Array, second: jax.Array) -> jax.Array:
-    """Raw keys `(..., 2)` from the two hash words."""
-    return _materialised(jnp.stack([first, second], axis=-1))
+    """Raw keys `(..., 2)` from the two hash words.
+
+    Chosen per lane by a `select`, not stacked: XLA emits each operand of a concatenation
+    as its own code, so a stack would compile the twenty rounds twice, where a select
+    compiles them once (and runs them per lane: a few keys, so nothing to speak of).
+    """
+    shape = (*first.shape, 2)
+    lane = lax.broadcasted_iota(jnp.int32, shape, first.ndim)
+    axes = tuple(range(first.ndim))
+    first, second = (lax.broadcast_in_dim(word, shape, axes) for word in (first, second))
+    return _materialised(lax.select(lane == 0, first, second))
 
 
 def _counters(count: int) -> tuple[jax.Array, jax.Array]:
