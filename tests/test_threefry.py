@@ -88,3 +88,10 @@ def test_typed_keys_defer_to_jax_random():
     )
     _equal(threefry.uniform(key, (4,)), jax.random.uniform(key, (4,)))
     _equal(threefry.randint(key, (4,), 0, 9), jax.random.randint(key, (4,), 0, 9))
+
+
+def test_split_kernel_holds_no_concatenation():
+    # XLA emits each operand of a concatenation as its own code: a split that stacked the
+    # hash's two words would compile the twenty rounds twice in its kernel.
+    compiled = jax.jit(lambda key: threefry.split(key, 5)).lower(jax.random.PRNGKey(0)).compile()
+    assert " concatenate(" not in compiled.as_text()
