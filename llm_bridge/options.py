@@ -37,7 +37,8 @@ class LLMOptions:
     base_url: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
     """one or more OpenAI-compatible endpoints (ending in /v1); requests are load-balanced"""
     model: str = "Qwen/Qwen2.5-7B-Instruct"
-    """the model of `llm` seats (`llm:MODEL` or `llm:MODEL@URL` seats name their own)"""
+    """the model of `llm` seats (`llm:MODEL` or `llm:MODEL@URL` seats name their own); with
+    --backend hf: a named model (smollm2-135m), a .gguf file, or a transformers folder"""
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 256
@@ -46,6 +47,10 @@ class LLMOptions:
     """ask the server to answer with one of the legal action names (vLLM guided_choice, else
     a JSON schema, else free text, as the server accepts); replies are then the action alone,
     without messages or scratchpad notes"""
+    decoding: Literal["generate", "loglik"] = "generate"
+    """generate: the model writes its reply; loglik (hf only): the legal action most likely
+    after the prompt by the model's log-likelihood is played (sampled at --temperature > 0),
+    nothing is generated, and no reply is unparsed"""
     model_seed: int | None = None
     """sampling seed sent to the server with every request (the transformers backend seeds
     each generated batch with it)"""
@@ -56,6 +61,11 @@ class LLMOptions:
     hf_batch_size: int = 16
     """hf only: requests generated together"""
     hf_device: str = "cpu"
+    hf_dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
+    """hf only: the weights' type (bfloat16: faster on CPUs with bf16 instructions, not the
+    same numbers)"""
+    hf_threads: int | None = None
+    """hf only: torch's threads (default: this process's cores; fewer on a loaded machine)"""
     max_failed_fraction: float = 0.01
     """the most LLM turns (as a share) that may still fail after retries in a valid run; past
     it the run is marked not valid and the command fails"""
@@ -81,6 +91,19 @@ class LLMOptions:
         require(self.max_retries >= 0, f"max_retries={self.max_retries} must be 0 or more")
         require(self.hf_batch_size >= 1, f"hf_batch_size={self.hf_batch_size} must be at least 1")
         require(
+            self.hf_threads is None or self.hf_threads >= 1,
+            f"hf_threads={self.hf_threads} must be at least 1",
+        )
+        require(
+            self.decoding == "generate" or self.backend == "hf",
+            f"decoding={self.decoding} scores the legal actions with a local model's "
+            "likelihood; use --backend hf, or --decoding generate",
+        )
+        require(
+            not (self.constrained and self.decoding == "loglik"),
+            "constrained and decoding=loglik are two ways to pick a legal action; give one",
+        )
+        require(
             0.0 <= self.max_failed_fraction <= 1.0,
             f"max_failed_fraction={self.max_failed_fraction} must lie in [0, 1] "
             "(0: any failed turn makes the run not valid)",
@@ -103,7 +126,10 @@ class LLMOptions:
                     temperature=self.temperature,
                     batch_size=self.hf_batch_size,
                     device=self.hf_device,
+                    dtype=self.hf_dtype,
                     seed=self.model_seed,
+                    decoding=self.decoding,
+                    threads=self.hf_threads,
                 )
             )
         from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
@@ -129,6 +155,7 @@ class LLMOptions:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "model_seed": self.model_seed,
+            **({"backend": "hf", "hf_dtype": self.hf_dtype} if self.backend == "hf" else {}),
         }
 
 

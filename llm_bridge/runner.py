@@ -109,6 +109,8 @@ class RunConfig:
     """the most LLM turns (as a share) that may fail, after retries, in a valid run"""
     constrained: bool = False
     """ask the server to choose among the legal action names (the reply is the action alone)"""
+    decoding: str = "generate"
+    """loglik: the backend is given the legal action names and picks one by its likelihood"""
     observation: Observation = "text"
     """what each agent is shown: the observation text, its view as an image, or both"""
     first_episode: int = 0
@@ -352,6 +354,7 @@ class EvaluationRun:
             "episodes": config.episodes,
             "seed": config.seed,
             "constrained": config.constrained,
+            **({"decoding": config.decoding} if config.decoding != "generate" else {}),
             "observation": config.observation,
             **({"first_episode": config.first_episode} if config.first_episode else {}),
         }
@@ -396,7 +399,7 @@ class EvaluationRun:
         reused = completion is not None
         if not reused:
             backend = self.team[seat].backend
-            if self.config.constrained:
+            if self.config.constrained or self.config.decoding == "loglik":
                 choices = np.asarray(self.env.action_names)[legal.astype(bool)].tolist()
                 completion = await backend.complete(chat, choices=choices)
             else:
@@ -426,6 +429,11 @@ class EvaluationRun:
                     "action": self.env.action_names[turn.reply.action],
                     "parse": turn.reply.method,
                     "message": turn.reply.message,
+                    **(
+                        {"choice_probs": completion.choice_probs}
+                        if completion.choice_probs is not None
+                        else {}
+                    ),
                 }
             )
         self._usage.add(turn, reused)
@@ -698,6 +706,8 @@ class EvaluationRun:
         them unless servers differ, or none answered: then what the run asked for)."""
         if self._usage.modes:
             return self._usage.modes.most_common(1)[0][0]
+        if self.config.decoding == "loglik":
+            return "loglik"
         return OUTPUT_MODES[0] if self.config.constrained else "free"
 
     def _invalid_reason(self, counts: dict[str, int], stopped_at: int | None) -> str | None:

@@ -61,6 +61,7 @@ def run_sweep(
             output_price_per_mtok=llm.output_price_per_mtok,
             max_failed_fraction=llm.max_failed_fraction,
             constrained=llm.constrained,
+            decoding=llm.decoding,
             observation=prompt.observation,
         )
         describe = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 transformers = pytest.importorskip(
@@ -135,3 +136,122 @@ def test_a_saved_model_loads_through_from_pretrained(tiny, tmp_path):
         output = model.generate(**prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)
     expected = tokenizer.decode(output[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
     assert completion.text == expected
+
+
+# ---- the three ways to answer, on a tiny Llama with a chat template -----------------------
+from llm_bridge.clients.hf_backend import reply_complete  # noqa: E402
+from tests.tiny_lm import tiny_llama  # noqa: E402
+
+NAMES = ["WAIT", "GRAB_LEFT", "GRAB_RIGHT", "RELEASE"]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_llama(transformers, torch)
+
+
+def _chats(count):
+    return [
+        [{"role": "system", "content": "Pick one."}, {"role": "user", "content": f"step {i}"}]
+        for i in range(count)
+    ]
+
+
+def _ask(backend, chats, choices, seed=None):
+    async def ask():
+        return await asyncio.gather(
+            *(
+                backend.complete(chat, seed=seed, choices=legal)
+                for chat, legal in zip(chats, choices, strict=True)
+            )
+        )
+
+    return asyncio.run(ask())
+
+
+def _full_scores(model, tokenizer, chat, names):
+    """Each name's log-likelihood as `<action>NAME</action>` after the prompt, computed
+    without the backend: one plain forward over the whole text per name."""
+    prompt = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    scores = []
+    for name in names:
+        start = len(tokenizer(prompt + "<action>")["input_ids"])
+        ids = tokenizer(prompt + f"<action>{name}</action>", return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            logprobs = torch.log_softmax(model(ids).logits[0].float(), -1)
+        scores.append(sum(float(logprobs[i - 1, ids[0, i]]) for i in range(start, ids.shape[1])))
+    return np.array(scores)
+
+
+def test_loglik_plays_the_most_likely_legal_action_and_reports_its_probabilities(llama):
+    model, tokenizer = llama
+    backend = HFBackend(HFConfig("tiny", decoding="loglik"), model, tokenizer)
+    chats = _chats(6)
+    # Legal sets differ per request; a scorer that read another set would be caught here.
+    legal = [NAMES, NAMES[:2], ["RELEASE", "WAIT"], NAMES[1:], ["GRAB_RIGHT"], NAMES]
+    completions = _ask(backend, chats, legal)
+    for chat, names, completion in zip(chats, legal, completions, strict=True):
+        scores = _full_scores(model, tokenizer, chat, names)
+        assert completion.mode == "loglik" and not completion.failed
+        assert list(completion.choice_probs) == names
+        expected = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        np.testing.assert_allclose(list(completion.choice_probs.values()), expected, atol=1e-4)
+        assert completion.text == f"<action>{names[int(np.argmax(scores))]}</action>"
+    # The scores must separate the names somewhere, or the argmax test above tests nothing.
+    assert len({c.text for c in completions}) > 1
+
+
+def test_loglik_samples_reproducibly_at_a_temperature(llama):
+    model, tokenizer = llama
+    backend = HFBackend(HFConfig("tiny", decoding="loglik", temperature=1e4), model, tokenizer)
+    chats = _chats(12)
+    legal = [NAMES] * len(chats)
+    first = [c.text for c in _ask(backend, chats, legal, seed=3)]
+    assert [c.text for c in _ask(backend, chats, legal, seed=3)] == first
+    # (The tiny model is sure of its choices; a high temperature makes the draws vary.)
+    draws = {tuple(c.text for c in _ask(backend, chats, legal, seed=s)) for s in range(4)}
+    assert len(draws) > 1  # other seeds, other draws
+
+
+def _greedy_in_names(model, tokenizer, chat, names):
+    """Greedy decoding restricted to the names' tokens, one plain forward per token."""
+    prompt = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    ids = tokenizer(prompt)["input_ids"]
+    encoded = [tokenizer(name)["input_ids"] for name in names]
+    generated: list[int] = []
+    while tuple(generated) not in {tuple(e) for e in encoded}:
+        allowed = sorted({e[len(generated)] for e in encoded if e[: len(generated)] == generated})
+        with torch.no_grad():
+            logits = model(torch.tensor([ids + generated])).logits[0, -1]
+        generated.append(max(allowed, key=lambda token: float(logits[token])))
+    return tokenizer.decode(generated)
+
+
+def test_constrained_generation_answers_with_the_best_legal_name(llama):
+    model, tokenizer = llama
+    backend = HFBackend(HFConfig("tiny", max_new_tokens=20), model, tokenizer)
+    chats = _chats(5)
+    legal = [NAMES, NAMES[2:], ["WAIT", "RELEASE"], NAMES[:3], NAMES]
+    completions = _ask(backend, chats, legal)
+    for chat, names, completion in zip(chats, legal, completions, strict=True):
+        assert completion.mode == "constrained:logits" and not completion.cut_off
+        assert completion.text in names
+        assert completion.text == _greedy_in_names(model, tokenizer, chat, names)
+
+
+@pytest.mark.parametrize(
+    ("text", "done"),
+    [
+        ("<action>WAIT", False),
+        ("<action>WAIT</action>", False),  # a message may follow
+        ("<action>WAIT</action><mess", False),
+        ("<action>WAIT</action><message>hi", False),
+        ("<action>WAIT</action><message>hi</message>", False),
+        ("<action>WAIT</action><message>hi</message> ok", True),
+        ("<action>WAIT</action> because", True),
+        ("<action>WAIT</action>\nI wait", True),
+        ("I think <action>GRAB_LEFT</action><scratchpad>x</scratchpad>.", True),
+    ],
+)
+def test_a_free_reply_is_complete_once_its_action_is(text, done):
+    assert reply_complete(text) is done

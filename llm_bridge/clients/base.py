@@ -12,8 +12,16 @@ from alemlite.core.errors import ConfigError
 ChatMessages = list[dict[str, Any]]
 
 # How a reply was asked for: the server chose among the legal actions through vLLM's
-# `guided_choice` extension, through a JSON schema (`response_format`), or answered freely.
-OUTPUT_MODES = ("constrained:guided_choice", "constrained:json_schema", "free")
+# `guided_choice` extension, through a JSON schema (`response_format`), or a local model
+# through its logits (only tokens of legal names allowed); or it answered freely; or a local
+# model's likelihood of each legal action chose (nothing generated).
+OUTPUT_MODES = (
+    "constrained:guided_choice",
+    "constrained:json_schema",
+    "constrained:logits",
+    "free",
+    "loglik",
+)
 
 
 class ModelServerError(ConfigError):
@@ -36,6 +44,7 @@ class Completion:
     reasoning: str | None = None  # the server's separate reasoning part, if it sent one
     cut_off: bool = False  # the token budget (--max-tokens) ended the reply
     mode: str = "free"  # one of OUTPUT_MODES
+    choice_probs: dict[str, float] | None = None  # loglik: each legal action's probability
 
     @property
     def failed(self) -> bool:

@@ -1,48 +1,76 @@
-"""A local Hugging Face transformers chat model, with batched generation (optional extra).
+"""A local Hugging Face transformers chat model (optional extra: `pip install -e ".[hf]"`).
 
-Requests that arrive together (the runner asks every live agent of a step at once)
-are gathered and generated in batches of `batch_size` with left padding, on a worker
-thread so the event loop stays free. Install with `pip install -e ".[hf]"` (pin a
-CPU build of torch first where that matters).
+`--model` is a named model (`smollm2-135m`, see `llm_bridge.models`), a `.gguf` file, or
+a transformers folder or id. Requests that arrive together (the runner asks every live
+agent of a step at once) are answered in batches of `batch_size`, on a worker thread so
+that the event loop stays free, through `llm_bridge.clients.hf_engine`: each request
+computes only the tokens no earlier request computed (its chat's earlier turns and the
+shared system prompt come from a KV cache), and a batch is one forward.
 
-With a seed, sampling (temperature > 0) is reproducible: each batch draws from torch's
-generator seeded from the seed and the batch's prompts, so the same seed and the same
-requests, batched alike, give the same replies, while different prompts get different
-draws. The process-wide generator is saved and restored around each batch.
+Three ways to answer, each its own `Completion.mode`:
+- `free`: the model writes freely (greedy, or sampled at `temperature`) until its end
+  token, until the reply holds a complete `<action>...</action>` with no message or
+  scratchpad left open, or until `max_new_tokens` (then counted as cut off).
+- `constrained:logits` (the runner passes the legal action names as `choices`): at each
+  token only the tokens that continue a legal name are allowed, so the reply is one legal
+  name, the action alone (the same contract as the OpenAI backend's constrained modes).
+- `loglik` (`decoding="loglik"`): nothing is generated. Each legal name is scored by the
+  model's log-likelihood of `<action>NAME</action>` after the prompt (the multiple-choice
+  method of lm-evaluation-harness: the sum of the continuation's token log-probabilities),
+  all names of all requests in one forward; the argmax is played, or at temperature > 0 a
+  draw from the softmax of the scores over temperature. Never unparsed; the completion
+  carries each legal name's probability (the softmax of the scores).
+
+Sampling is reproducible: each request draws from its own generator, seeded from the
+seed and the request's tokens, so the same seed and prompt give the same reply however
+requests are batched, while different prompts get different draws; the process-wide
+generator is not touched.
+
+Threads: torch computes on `threads` threads (default: the cores this process may use).
+Its OpenMP threads meet at a barrier after every operation, so a forward of this model
+passes thousands of barriers; where other processes hold the cores, each barrier waits
+for a descheduled thread's next time slice, and a batch takes tens of times longer. On a
+loaded machine, give fewer threads (`--hf-threads 1` has no barrier at all).
 
 Image observations need a vision-language model: `check_images` refuses a model whose
 config has no vision part, and otherwise loads it with its processor
-(`AutoModelForImageTextToText`, `AutoProcessor`), which reads the OpenAI image parts of
-the chat. Constrained mode is not offered here: the model answers freely (`mode` "free")
-and the parser reads it. A reply that fills `max_new_tokens` without its end token is
-counted as cut off.
+(`AutoModelForImageTextToText`, `AutoProcessor`), whose chat template reads the OpenAI
+image parts; those requests are generated freely with `model.generate`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
-import json
-import threading
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
 
 from alemlite.core.errors import require
 from llm_bridge.clients.base import ChatMessages, Completion
+from llm_bridge.models import resolve_model
+
+Decoding = Literal["generate", "loglik"]
+DECODINGS: tuple[str, ...] = ("generate", "loglik")
+DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
 @dataclass(frozen=True)
 class HFConfig:
-    model: str  # a local model directory, or a model id that transformers loads as usual
+    model: str  # a named model, a .gguf file, a local model folder, or a transformers id
     max_new_tokens: int = 256
-    temperature: float = 0.0  # 0: greedy decoding
+    temperature: float = 0.0  # 0: greedy decoding (loglik: the most likely action)
     batch_size: int = 16
     device: str = "cpu"
-    dtype: str = "auto"
+    dtype: str = "float32"
     seed: int | None = None  # sampling seed for every request that brings none of its own
+    decoding: Decoding = "generate"
+    threads: int | None = None  # torch's threads; None: the cores this process may use
+    cache_gb: float = 4.0  # the most memory the KV caches of earlier requests may hold
 
     def __post_init__(self) -> None:
         require(
@@ -50,11 +78,16 @@ class HFConfig:
         )
         require(self.temperature >= 0, f"temperature={self.temperature} must be 0 or more")
         require(self.batch_size >= 1, f"batch_size={self.batch_size} must be at least 1")
-
-
-# torch samples from one process-wide generator: one sampling batch at a time, so that a
-# seeded batch's draws are not taken by another backend's batch on another thread.
-_SAMPLING = threading.Lock()
+        require(
+            self.decoding in DECODINGS,
+            f"decoding={self.decoding!r} must be one of: {', '.join(DECODINGS)}",
+        )
+        require(self.dtype in DTYPES, f"dtype={self.dtype!r} must be one of: {', '.join(DTYPES)}")
+        require(
+            self.threads is None or self.threads >= 1,
+            f"threads={self.threads} must be at least 1",
+        )
+        require(self.cache_gb >= 0, f"cache_gb={self.cache_gb} must be 0 or more")
 
 
 def _processor_chat(messages: ChatMessages) -> ChatMessages:
@@ -78,30 +111,68 @@ def _plain_chat(messages: ChatMessages) -> str:
     return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
 
 
+_OPTIONAL_TAGS = ("<message>", "<scratchpad>")
+
+
+def reply_complete(text: str) -> bool:
+    """Whether a free reply is done: it holds a complete action, no message or scratchpad is
+    left open, and what follows the last closing tag is neither empty nor a tag beginning
+    (the format lets a message follow the action)."""
+    if "</action>" not in text:
+        return False
+    for tag in _OPTIONAL_TAGS:
+        closing = tag.replace("<", "</")
+        if text.rfind(tag) > text.rfind(closing):
+            return False
+    ends = [text.rfind(tag) + len(tag) for tag in ("</action>", "</message>", "</scratchpad>")]
+    rest = text[max(ends) :].lstrip()
+    return bool(rest) and not any(t.startswith(rest) or rest.startswith(t) for t in _OPTIONAL_TAGS)
+
+
+@dataclass
+class _Request:
+    messages: ChatMessages
+    seed: int | None
+    choices: Sequence[str] | None
+    future: asyncio.Future
+
+
 class HFBackend:
     def __init__(self, config: HFConfig, model: Any = None, tokenizer: Any = None):
         self.config = config
         self.name = config.model
         # `tokenizer`: the model's processor (tokenizer and image processor) in image mode.
         self._model, self._tokenizer = model, tokenizer
+        self._engine: Any = None
         self._images = False  # set by check_images: prompts go through the processor
-        self._pending: list[tuple[ChatMessages, int | None, asyncio.Future]] = []
+        self._pending: list[_Request] = []
         self._flush_scheduled = False
-        self.generate_calls = 0
+        self.generate_calls = 0  # batches answered
 
+    # ---- loading ---------------------------------------------------------------------
     def _load(self) -> None:
-        if self._model is not None:
+        if self._engine is not None:
             return
-        transformers = _transformers()
-        if self._images:
-            self._tokenizer = transformers.AutoProcessor.from_pretrained(self.config.model)
-            loader = transformers.AutoModelForImageTextToText
-        else:
-            self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.config.model)
-            loader = transformers.AutoModelForCausalLM
-        self._model = loader.from_pretrained(self.config.model, dtype=self.config.dtype).to(
-            self.config.device
+        import torch
+
+        torch.set_num_threads(self.config.threads or len(os.sched_getaffinity(0)))
+        if self._model is None:
+            self._model, self._tokenizer = _loaded(
+                self.config.model, self.config.dtype, self.config.device, self._images
+            )
+        self._model.eval()
+        tokenizer = self._text_tokenizer
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        from llm_bridge.clients.hf_engine import Engine
+
+        self._engine = Engine(
+            self._model, tokenizer.pad_token_id, int(self.config.cache_gb * (1 << 30))
         )
+
+    @property
+    def _text_tokenizer(self) -> Any:
+        return getattr(self._tokenizer, "tokenizer", self._tokenizer)  # a processor's own
 
     async def check(self) -> None:
         await asyncio.to_thread(self._load)
@@ -111,19 +182,26 @@ class HFBackend:
 
     def _require_vision(self) -> None:
         """Refuse a text-only model in image mode, before loading its weights."""
-        config = (
-            self._model.config
-            if self._model is not None
-            else _transformers().AutoConfig.from_pretrained(self.config.model)
-        )
+        if self._model is not None:
+            config = self._model.config
+        else:
+            source = resolve_model(self.config.model)
+            config = _transformers().AutoConfig.from_pretrained(
+                source.source, **source.from_pretrained_args()
+            )
         require(
             getattr(config, "vision_config", None) is not None,
             f"observation=image must be text for the transformers model {self.config.model} "
             f"({type(config).__name__}), which reads no images (its config has no "
             "vision_config); use --observation text, or a vision-language model as --model",
         )
+        require(
+            self.config.decoding == "generate",
+            "decoding=loglik scores action names after a text prompt; use --observation text",
+        )
         self._images = True
 
+    # ---- requests --------------------------------------------------------------------
     async def complete(
         self,
         messages: ChatMessages,
@@ -131,7 +209,8 @@ class HFBackend:
         choices: Sequence[str] | None = None,
     ) -> Completion:
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((messages, self.config.seed if seed is None else seed, future))
+        seed = self.config.seed if seed is None else seed
+        self._pending.append(_Request(messages, seed, choices, future))
         if not self._flush_scheduled:
             # Runs after every request already scheduled in this step has queued itself.
             self._flush_scheduled = True
@@ -140,87 +219,242 @@ class HFBackend:
 
     async def _flush(self) -> None:
         pending, self._pending, self._flush_scheduled = self._pending, [], False
-        by_seed: dict[int | None, list[tuple[ChatMessages, asyncio.Future]]] = {}
-        for messages, seed, future in pending:  # a batch samples under one seed
-            by_seed.setdefault(seed, []).append((messages, future))
         size = self.config.batch_size
-        for seed, requests in by_seed.items():
-            for start in range(0, len(requests), size):
-                batch = requests[start : start + size]
-                try:
-                    completions = await asyncio.to_thread(
-                        self._generate, [m for m, _ in batch], seed
-                    )
-                except Exception as error:  # a failed batch is counted by the runner, not raised
-                    failed = Completion(text="", error=f"{type(error).__name__}: {error}")
-                    completions = [failed] * len(batch)
-                for (_, future), completion in zip(batch, completions, strict=True):
-                    future.set_result(completion)
+        for start in range(0, len(pending), size):
+            batch = pending[start : start + size]
+            try:
+                completions = await asyncio.to_thread(self._answer, batch)
+            except Exception as error:  # a failed batch is counted by the runner, not raised
+                failed = Completion(text="", error=f"{type(error).__name__}: {error}")
+                completions = [failed] * len(batch)
+            for request, completion in zip(batch, completions, strict=True):
+                request.future.set_result(completion)
 
-    def _generate(
-        self, conversations: list[ChatMessages], seed: int | None = None
-    ) -> list[Completion]:
+    def _answer(self, batch: list[_Request]) -> list[Completion]:
+        self._load()
+        started = time.perf_counter()
+        if self._images:
+            answers = self._generate_images(batch)
+        else:
+            tokens = [self._prompt_tokens(request.messages) for request in batch]
+            if self.config.decoding == "loglik":
+                require(
+                    all(request.choices for request in batch),
+                    "decoding=loglik needs the legal action names with every request",
+                )
+                answers = self._loglik(batch, tokens)
+            else:
+                answers = self._generate(batch, tokens)
+        latency = time.perf_counter() - started
+        self.generate_calls += 1
+        return [
+            Completion(**answer, latency_s=latency, server=f"local:{self.config.device}")
+            for answer in answers
+        ]
+
+    def _prompt_tokens(self, messages: ChatMessages) -> np.ndarray:
+        tokenizer = self._text_tokenizer
+        if getattr(tokenizer, "chat_template", None):
+            text = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+        else:
+            text = _plain_chat(messages)
+        return np.asarray(tokenizer(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+
+    def _generator(self, seed: int | None, tokens: np.ndarray) -> Any:
+        """The request's own sampling generator, from its seed and tokens (None: unseeded)."""
         import torch
 
-        self._load()
-        model = self._model
-        tokenizer = getattr(self._tokenizer, "tokenizer", self._tokenizer)  # a processor's own
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        if self._images:
-            prompts: list[Any] = [_processor_chat(c) for c in conversations]
-            encoded = self._tokenizer.apply_chat_template(
-                prompts, add_generation_prompt=True, tokenize=True, return_dict=True,
-                return_tensors="pt", padding=True,
-            )  # fmt: skip
+        generator = torch.Generator()
+        if seed is None:
+            generator.seed()
         else:
-            prompts = [
-                tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-                if getattr(tokenizer, "chat_template", None)
-                else _plain_chat(c)
-                for c in conversations
-            ]
-            encoded = tokenizer(prompts, return_tensors="pt", padding=True)
-        encoded = encoded.to(model.device)
+            digest = hashlib.sha256(np.int64(seed).tobytes() + tokens.tobytes()).digest()
+            generator.manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+        return generator
+
+    # ---- loglik ----------------------------------------------------------------------
+    def _loglik(self, batch: list[_Request], tokens: list[np.ndarray]) -> list[dict[str, Any]]:
+        import torch
+
+        rows, names = [], []
+        for request, prompt in zip(batch, tokens, strict=True):
+            choices = list(request.choices or ())
+            encoded = [self._encode(f"<action>{name}</action>") for name in choices]
+            shared = _shared_prefix(encoded)  # "<action>": part of the prompt, not the score
+            rows.append(
+                _row(np.concatenate([prompt, encoded[0][:shared]]), [e[shared:] for e in encoded])
+            )
+            names.append(choices)
+        scored = self._engine.score(rows)
+        answers = []
+        for request, row, choices, scores in zip(batch, rows, names, scored, strict=True):
+            logits = torch.tensor(scores, dtype=torch.float64)
+            probs = torch.softmax(logits, 0)
+            if self.config.temperature > 0:
+                sampling = torch.softmax(logits / self.config.temperature, 0)
+                generator = self._generator(request.seed, row.tokens)
+                pick = int(torch.multinomial(sampling, 1, generator=generator))
+            else:
+                pick = int(torch.argmax(logits))
+            answers.append(
+                {
+                    "text": f"<action>{choices[pick]}</action>",
+                    "prompt_tokens": len(row.tokens),
+                    "mode": "loglik",
+                    "choice_probs": {
+                        n: round(float(p), 6) for n, p in zip(choices, probs, strict=True)
+                    },
+                }
+            )
+        return answers
+
+    def _encode(self, text: str) -> list[int]:
+        return self._text_tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    # ---- generation --------------------------------------------------------------------
+    def _generate(self, batch: list[_Request], tokens: list[np.ndarray]) -> list[dict[str, Any]]:
+        import torch
+
+        tokenizer = self._text_tokenizer
+        eos = tokenizer.eos_token_id
+        tries = [
+            _Trie([self._encode(name) for name in request.choices]) if request.choices else None
+            for request in batch
+        ]
+        generators = [
+            self._generator(request.seed, prompt) if self.config.temperature > 0 else None
+            for request, prompt in zip(batch, tokens, strict=True)
+        ]
+        ended = [False] * len(batch)
+
+        def choose(row: int, generated: list[int], logprobs: Any) -> int | None:
+            if tries[row] is not None:
+                allowed, whole = tries[row].next_tokens(generated)
+                if whole and not allowed:
+                    ended[row] = True
+                    return None
+                if whole:  # a legal name that a longer one continues: the end token may end it
+                    allowed = [*allowed, eos]
+                logprobs = torch.full_like(logprobs, -torch.inf).index_copy(
+                    0, torch.tensor(allowed), logprobs[allowed]
+                )
+            elif generated and reply_complete(tokenizer.decode(generated)):
+                ended[row] = True
+                return None
+            if generators[row] is None:
+                token = int(torch.argmax(logprobs))
+            else:
+                probs = torch.softmax(logprobs / self.config.temperature, 0)
+                token = int(torch.multinomial(probs, 1, generator=generators[row]))
+            if token == eos:
+                ended[row] = True
+                return None
+            return token
+
+        rows = [_row(prompt) for prompt in tokens]
+        generated = self._engine.generate(rows, self.config.max_new_tokens, choose)
+        return [
+            {
+                "text": tokenizer.decode(new, skip_special_tokens=True),
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(new) + done,  # the end token counts, as servers count it
+                "cut_off": not done,
+                "mode": "free" if trie is None else "constrained:logits",
+            }
+            for new, prompt, done, trie in zip(generated, tokens, ended, tries, strict=True)
+        ]
+
+    def _generate_images(self, batch: list[_Request]) -> list[dict[str, Any]]:
+        """Vision-language requests, generated freely by `model.generate` (left padding)."""
+        import torch
+
+        model, tokenizer = self._model, self._text_tokenizer
+        tokenizer.padding_side = "left"
+        encoded = self._tokenizer.apply_chat_template(
+            [_processor_chat(request.messages) for request in batch],
+            add_generation_prompt=True, tokenize=True, return_dict=True,
+            return_tensors="pt", padding=True,
+        ).to(model.device)  # fmt: skip
         sampling = (
             {"do_sample": True, "temperature": self.config.temperature}
             if self.config.temperature > 0
             else {"do_sample": False}
         )
-        started = time.perf_counter()
-        with _sampling_rng(model.device, sampling["do_sample"], seed, prompts), torch.no_grad():
+        with torch.no_grad():
             output = model.generate(
                 **encoded,
                 max_new_tokens=self.config.max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id,
                 **sampling,
             )
-        latency = time.perf_counter() - started
-        self.generate_calls += 1
         new_tokens = output[:, encoded["input_ids"].shape[1] :]
-        texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()
-        generated_lengths = (new_tokens != tokenizer.pad_token_id).sum(dim=1).tolist()
-        # Cut off: the budget filled without the end token.
         full = new_tokens.shape[1] >= self.config.max_new_tokens
-        cut_off = [full and not ended for ended in (new_tokens == tokenizer.eos_token_id).any(1)]
         return [
-            Completion(
-                text=text,
-                prompt_tokens=int(prompt_tokens),
-                completion_tokens=int(generated),
-                latency_s=latency,
-                server=f"local:{self.config.device}",
-                cut_off=bool(cut),
-            )
-            for text, prompt_tokens, generated, cut in zip(
-                texts, prompt_lengths, generated_lengths, cut_off, strict=True
-            )
+            {
+                "text": tokenizer.decode(row, skip_special_tokens=True),
+                "prompt_tokens": int(prompt),
+                "completion_tokens": int((row != tokenizer.pad_token_id).sum()),
+                "cut_off": bool(full and not (row == tokenizer.eos_token_id).any()),
+            }
+            for row, prompt in zip(new_tokens, encoded["attention_mask"].sum(dim=1), strict=True)
         ]
 
     async def close(self) -> None:
         pass
+
+
+def _row(tokens: np.ndarray, branches: Sequence[Sequence[int]] = ()) -> Any:
+    from llm_bridge.clients.hf_engine import Row
+
+    return Row(np.asarray(tokens, dtype=np.int64), branches)
+
+
+def _shared_prefix(sequences: list[list[int]]) -> int:
+    """How many leading tokens every sequence shares, leaving each at least one of its own."""
+    shortest = min(len(s) for s in sequences)
+    shared = 0
+    while shared < shortest - 1 and len({s[shared] for s in sequences}) == 1:
+        shared += 1
+    return shared
+
+
+class _Trie:
+    """The token sequences of the legal names: which tokens may come next."""
+
+    def __init__(self, sequences: list[list[int]]):
+        self._sequences = [tuple(s) for s in sequences]
+
+    def next_tokens(self, generated: list[int]) -> tuple[list[int], bool]:
+        """The tokens that continue a legal name after `generated`, and whether `generated`
+        is a whole legal name itself."""
+        prefix, size = tuple(generated), len(generated)
+        following = {s[size] for s in self._sequences if len(s) > size and s[:size] == prefix}
+        return sorted(following), prefix in self._sequences
+
+
+# Models loaded in this process, by what was asked: every backend of a sweep or a gap report
+# (a run per stratum and team) shares one copy instead of loading the weights again.
+_LOADED: dict[tuple[str, str, str, bool], tuple[Any, Any]] = {}
+
+
+def _loaded(model: str, dtype: str, device: str, images: bool) -> tuple[Any, Any]:
+    """(model, tokenizer or processor) of `--model`, loaded once per process."""
+    key = (model, dtype, device, images)
+    if key not in _LOADED:
+        transformers = _transformers()
+        source = resolve_model(model)
+        args = source.from_pretrained_args()
+        if images:
+            tokenizer = transformers.AutoProcessor.from_pretrained(source.source, **args)
+            loader = transformers.AutoModelForImageTextToText
+        else:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source.source, **args)
+            loader = transformers.AutoModelForCausalLM
+        loaded = loader.from_pretrained(source.source, dtype=dtype, **args).to(device)
+        _LOADED[key] = (loaded.eval(), tokenizer)
+    return _LOADED[key]
 
 
 def _transformers() -> Any:
@@ -231,29 +465,3 @@ def _transformers() -> Any:
             'the transformers backend needs the hf extra: pip install -e ".[hf]"'
         ) from error
     return transformers
-
-
-@contextlib.contextmanager
-def _sampling_rng(device: Any, sampling: bool, seed: int | None, prompts: list[Any]):
-    """Greedy decoding draws nothing; sampling holds the generator, seeded if asked."""
-    if not sampling:
-        yield
-        return
-    import torch
-
-    # `manual_seed` seeds every accelerator of the process: save and restore them all.
-    devices = (
-        {"devices": []}
-        if device.type == "cpu"
-        else {
-            "devices": list(range(getattr(torch, device.type).device_count())),
-            "device_type": device.type,
-        }
-    )
-    with _SAMPLING, torch.random.fork_rng(enabled=seed is not None, **devices):
-        if seed is not None:
-            # From the seed and the prompts: reproducible, yet no two different batches
-            # (say, two steps of an episode) reuse the same draws.
-            digest = hashlib.sha256(json.dumps([seed, prompts]).encode()).digest()
-            torch.manual_seed(int.from_bytes(digest[:8], "little") >> 1)
-        yield

@@ -40,11 +40,13 @@ from typing import Any
 import openai
 
 from alemlite.core.errors import require
-from llm_bridge.clients.base import OUTPUT_MODES, ChatMessages, Completion, ModelServerError
+from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError
 
 # Statuses worth another attempt (as the openai client's own policy): request timeout,
 # conflict, rate limit, and every 5xx.
 _RETRIED_STATUSES = (408, 409, 429)
+# The ways a constrained request is asked, each tried once the server refuses the one before.
+STEP_DOWN = ("constrained:guided_choice", "constrained:json_schema", "free")
 # Words of a refusal that names the constraint field a mode sent (vLLM answers 400 for a
 # feature it does not support; other servers 422 for a field they do not know).
 _MODE_FIELDS = {
@@ -98,7 +100,7 @@ class OpenAIBackend:
         self._semaphore: asyncio.Semaphore | None = None
         self._next = 0
         # The constrained mode each server takes: the first it has not refused.
-        self._modes = dict.fromkeys(config.base_urls, OUTPUT_MODES[0])
+        self._modes = dict.fromkeys(config.base_urls, STEP_DOWN[0])
 
     def _client(self, base_url: str) -> openai.AsyncOpenAI:
         # Built lazily, inside the running event loop that will use it.
@@ -210,7 +212,7 @@ class OpenAIBackend:
     def _step_down(self, base_url: str, refused: str, error: openai.APIStatusError) -> None:
         if self._modes[base_url] != refused:
             return  # a concurrent request already stepped down past it
-        following = OUTPUT_MODES[OUTPUT_MODES.index(refused) + 1]
+        following = STEP_DOWN[STEP_DOWN.index(refused) + 1]
         self._modes[base_url] = following
         print(
             f"note: {base_url} refused {refused} ({error.status_code}: "

@@ -1,0 +1,45 @@
+"""A tiny causal language model built in the test process (no downloads): a two-layer Llama
+(rotary positions and grouped keys and values, as SmolLM2) with a character-level tokenizer
+and a chat template, randomly initialised from a fixed seed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+
+
+def character_tokenizer(transformers: Any, chat_template: str | None = CHAT_TEMPLATE) -> Any:
+    """One token a printable character (and newline); pad 0, end 1."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    characters = [chr(code) for code in range(32, 127)] + ["\n"]
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2} | {c: i + 3 for i, c in enumerate(characters)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    tokenizer.chat_template = chat_template
+    return tokenizer
+
+
+def tiny_llama(transformers: Any, torch: Any, seed: int = 0) -> tuple[Any, Any]:
+    """(model, tokenizer): a 2-layer Llama of width 32, in eval mode."""
+    tokenizer = character_tokenizer(transformers)
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+        bos_token_id=1, eos_token_id=1, pad_token_id=0, tie_word_embeddings=True,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(config).eval()
+    # Larger weights than the initialisation's: sharper, more varied next-token choices.
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(8.0)
+    return model, tokenizer
