@@ -43,7 +43,7 @@ LLAMA_STAMP := $(VENV)/.llama-server
 llama-server: $(LLAMA_STAMP)
 
 $(LLAMA_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e ".[llama-server]" -c constraints.txt
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e ".[llama-server]" -c constraints.txt
 	touch $(LLAMA_STAMP)
 
 lint: $(STAMP)

@@ -23,9 +23,11 @@ import asyncio
 import dataclasses
 import multiprocessing
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import tyro
@@ -154,7 +156,16 @@ def _busy(seconds: float) -> None:
 def run(config: BackendSpeedConfig) -> dict[str, Any]:
     """Time every mode on dining and Craft; write the JSON."""
     out_dir, provenance = config.begin("llm_backend_speed")
-    runs_dir = out_dir / "runs"
+    with tempfile.TemporaryDirectory() as runs:  # the runs' transcripts are not results
+        payload = _measure(config, Path(runs), out_dir)
+    path = write_results("llm_backend_speed", payload, out_dir, provenance)
+    for name, value in payload["turns_per_s"].items():
+        print(f"{name}: {value:.2f} turns/s")
+    print(f"wrote {path}")
+    return payload
+
+
+def _measure(config: BackendSpeedConfig, runs_dir: Path, out_dir: Path) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     compile_s: dict[str, float] = {}
     for env_name, (options, episodes) in _settings(config).items():
@@ -194,18 +205,13 @@ def run(config: BackendSpeedConfig) -> dict[str, Any]:
         )
         for env, mode, dtype in dict.fromkeys((r["env"], r["mode"], r["dtype"]) for r in runs)
     }
-    payload = {
+    return {
         "config": {**dataclasses.asdict(config), "out": str(out_dir)},
         "compile_s": compile_s,
         "turns_per_s": summary,
         "runs": runs,
         "loaded": loaded,
     }
-    path = write_results("llm_backend_speed", payload, out_dir, provenance)
-    for name, value in summary.items():
-        print(f"{name}: {value:.2f} turns/s")
-    print(f"wrote {path}")
-    return payload
 
 
 if __name__ == "__main__":

@@ -334,6 +334,77 @@ def gap_dining_stand_in() -> str:
     return gap_table(report)
 
 
+def llm_backend_speed() -> str:
+    """Turns per second of the transformers backend on SmolLM2-135M, by mode and weights."""
+    results = load("llm_backend_speed_cpu.json")
+    rows = [
+        "| environment | answer | weights | turns/s | tokens computed / in prompt per turn "
+        "| parse rate |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for key, rate in results["turns_per_s"].items():
+        env, mode, dtype = key.split("/")
+        run = next(
+            r for r in results["runs"] if (r["env"], r["mode"], r["dtype"]) == (env, mode, dtype)
+        )
+        rows.append(
+            f"| {env} | {mode} | {dtype} | {rate:.2f} | {run['computed_tokens_per_turn']:.0f} / "
+            f"{run['prompt_tokens_per_turn']:.0f} | {run['parse_rate']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+# The real-model gap reports: folder under benchmarks/results/ -> how the model answered.
+GAP_SMOLLM2 = {
+    "gap_dining_smollm2_shaped_loglik": "loglik",
+    "gap_dining_smollm2_paper_loglik": "loglik",
+    "gap_dining_smollm2_shaped_constrained": "constrained",
+    "gap_dining_smollm2_paper_constrained": "constrained",
+    "gap_dining_smollm2_shaped_free": "free text",
+    "gap_dining_smollm2_paper_free": "free text",
+    "gap_craft_smollm2_loglik": "loglik",
+}
+
+
+def _best_scripted(stratum: dict) -> tuple[str, dict]:
+    scripted = {k: t for k, t in stratum["teams"].items() if t["kind"] == "scripted"}
+    label = max(scripted, key=lambda k: scripted[k]["scores"]["return"]["mean"])
+    return label.removeprefix("scripted:"), scripted[label]
+
+
+def gap_smollm2() -> str:
+    """SmolLM2-135M in every seat, per report and stratum, beside the best scripted team."""
+    rows = [
+        "| setting | answer | stratum | episodes | return (model) | return (best scripted) "
+        "| base task (model) | no base task | parse rate | turns | wall |",
+        "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for folder, answer in GAP_SMOLLM2.items():
+        path = RESULTS_DIR / folder / "gap.json"
+        if not path.is_file():
+            continue
+        report = json.loads(path.read_text())
+        options = report["config"]["options"]
+        setting = (
+            f"dining, {options['reward']}"
+            if report["config"]["env"] == "dining"
+            else f"craft, map {options['map_size']}, {options['max_steps']} steps"
+        )
+        for stratum in report["strata"]:
+            model = stratum["teams"]["llm"]
+            name, scripted = _best_scripted(stratum)
+            usage = model["usage"]
+            scores = model["scores"]
+            rows.append(
+                f"| {setting} | {answer} | {stratum['key']} | {scores['return']['n']} "
+                f"| {format_interval(scores['return'])} "
+                f"| {scripted['scores']['return']['mean']:.2f} ({name}) "
+                f"| {scores['base']['mean']:.3f} | {scores['base']['zero_share']:.0%} "
+                f"| {usage['parse_rate']:.2f} | {usage['requests']:,} | {usage['wall_s']:.0f} s |"
+            )
+    return "\n".join(rows)
+
+
 PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
 # Shipped policy -> (results file, run name, scripted anchors shown beside it).
 SHIPPED = {
@@ -453,6 +524,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "jaxmarl_training": jaxmarl_training,
     "training_speed_obs_encodings": training_speed_obs_encodings,
     "gap_dining_stand_in": gap_dining_stand_in,
+    "llm_backend_speed": llm_backend_speed,
+    "gap_smollm2": gap_smollm2,
 }
 
 

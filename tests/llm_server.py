@@ -16,9 +16,13 @@ What model servers add, as vLLM does it: `reply` may return a `Reply` with a rea
 part (sent in `reasoning_field`: `reasoning_content`, or `reasoning` as newer vLLM) and a
 finish reason ("length": cut off by max_tokens). A request restricted to a choice of
 answers (`guided_choice` / `structured_outputs.choice` in the body, or a `json_schema`
-response format with an enum) is checked and answered with the choice the scripted reply
-names (the first choice if it names none), unless the field is in `unsupported`: then it
-is refused with HTTP 400 naming the field, as vLLM refuses a feature it lacks. Every
+response format with an enum, as OpenAI and vLLM take it, or llama.cpp's `json_object` with
+a `schema`) is checked and answered with the choice the scripted reply names (the first
+choice if it names none), unless the field is in `unsupported`: then it is refused with
+HTTP 400 naming the field, as vLLM refuses a feature it lacks; or the response format's
+type is not in `response_formats`: then it is refused with llama.cpp's 500 "validation
+error"; or the field is in `ignored`: then the reply is the scripted one, as llama.cpp's
+server answers a `guided_choice` it does not know. Every
 request body is kept (`ServerLog.bodies`); `images_of` decodes the PNG data URIs of one.
 """
 
@@ -83,9 +87,15 @@ def constraint_of(body: dict) -> tuple[str, list[str]] | None:
         field_name = "guided_choice"
     elif "response_format" in body:
         form = body["response_format"]
-        schema = form.get("json_schema", {}).get("schema", {})
-        if form.get("type") != "json_schema" or schema.get("required") != ["action"]:
-            raise ValueError(f"response_format {form} is no json_schema requiring an action")
+        schema = (
+            form.get("json_schema", {}).get("schema", {})
+            if form.get("type") == "json_schema"
+            else form.get("schema", {})
+        )
+        if form.get("type") not in ("json_schema", "json_object") or schema.get("required") != [
+            "action"
+        ]:
+            raise ValueError(f"response_format {form} is no JSON schema requiring an action")
         choices = schema["properties"]["action"]["enum"]
         field_name = "response_format"
     else:
@@ -175,10 +185,14 @@ class ChatServer:
         faults: Faults | None = None,
         reasoning_field: str = "reasoning_content",
         unsupported: Sequence[str] = (),
+        ignored: Sequence[str] = (),
+        response_formats: Sequence[str] = ("json_schema", "json_object"),
     ):
         self.reply = reply
         self.reasoning_field = reasoning_field
         self.unsupported = tuple(unsupported)  # "guided_choice" and/or "response_format"
+        self.ignored = tuple(ignored)
+        self.response_formats = tuple(response_formats)
         self.faults = faults or Faults()
         self.log = ServerLog()
         self.down = False
@@ -326,6 +340,15 @@ class ChatServer:
                     message = f"{constraint[0]} is not supported by this server"
                     self._send(400, {"error": {"message": message, "code": 400}})
                     return
+                form = request.get("response_format", {}).get("type")
+                if constraint and form and form not in server.response_formats:
+                    with server.log.lock:
+                        server.log.unsupported_refused[form] += 1
+                    message = f"1 validation error: response_format.type {form!r} is not allowed"
+                    self._send(500, {"error": {"message": message, "code": 500}})
+                    return
+                if constraint and constraint[0] in server.ignored:
+                    constraint = None
                 prompt = " ".join(text_of(message["content"]) for message in request["messages"])
                 answer = (
                     Reply("I refuse to follow the format ~~~")

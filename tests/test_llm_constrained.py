@@ -79,7 +79,11 @@ def test_the_server_chooses_among_legal_actions_or_the_client_steps_down(
     # Refused only while the first step's requests were in flight, never after.
     assert len(log.bodies) == usage["requests"] + refused
     assert sum(log.unsupported_refused[name] > 0 for name in unsupported) == len(unsupported)
-    assert all(0 < log.unsupported_refused[name] <= FIRST_STEP for name in unsupported)
+    # Two modes send a response format (OpenAI's and llama.cpp's), each refused in turn.
+    sent_by = {"guided_choice": 1, "response_format": 2}
+    assert all(
+        0 < log.unsupported_refused[name] <= FIRST_STEP * sent_by[name] for name in unsupported
+    )
     for body in log.bodies[FIRST_STEP + refused :]:
         assert (
             constraint_fields(body)
@@ -94,7 +98,8 @@ def test_the_server_chooses_among_legal_actions_or_the_client_steps_down(
         if "guided_choice" in body:
             assert body["guided_choice"] == body["structured_outputs"]["choice"] == legal
         if "response_format" in body:
-            schema = body["response_format"]["json_schema"]["schema"]
+            form = body["response_format"]
+            schema = form["json_schema"]["schema"] if "json_schema" in form else form["schema"]
             assert schema["properties"]["action"]["enum"] == legal
     assert usage["parse_rate"] == 1.0
     turns = [r for r in read_records(tmp_path / "transcript.jsonl") if r["type"] == "turn"]
@@ -114,6 +119,26 @@ def test_the_server_chooses_among_legal_actions_or_the_client_steps_down(
     remembered = [m["content"] for t in turns for m in t["prompt"] if m["role"] == "assistant"]
     assert remembered and set(remembered) <= set(env.action_names)
     assert f"mode {mode}" in (tmp_path / "summary.txt").read_text()
+
+
+def test_a_server_speaking_llama_cpp_is_asked_as_it_understands(env, tmp_path, capsys):
+    """llama.cpp's server answers a guided_choice it does not know as free text, and refuses a
+    json_schema response format with a 500 validation error; it takes a json_object with a
+    schema. The client steps down through both and plays constrained from then on."""
+    with ChatServer(
+        dining_resource_ordering, ignored=("guided_choice",), response_formats=("json_object",)
+    ) as server:
+        report = run(env, server, tmp_path)
+    usage = report["usage"]
+    assert usage["mode"] == "constrained:json_object"
+    assert usage["modes"] == {"constrained:json_object": usage["requests"]}
+    assert usage["parse_rate"] == 1.0 and usage["failed_requests"] == 0
+    assert 0 < server.log.unsupported_refused["json_schema"] <= FIRST_STEP
+    later = server.log.bodies[-usage["requests"] // 2 :]
+    assert all(body["response_format"]["type"] == "json_object" for body in later)
+    notes = capsys.readouterr().err
+    assert "ignored constrained:guided_choice" in notes
+    assert "refused constrained:json_schema (500" in notes
 
 
 def test_a_refusal_that_names_no_constraint_stops_the_run():

@@ -255,3 +255,14 @@ def test_constrained_generation_answers_with_the_best_legal_name(llama):
 )
 def test_a_free_reply_is_complete_once_its_action_is(text, done):
     assert reply_complete(text) is done
+
+
+def test_alike_requests_of_a_batch_draw_apart_and_reproducibly(llama):
+    """Tables that start alike ask alike; their seats must not draw alike, or every episode
+    of a seeded sampling run would be a copy of the first."""
+    model, tokenizer = llama
+    backend = HFBackend(HFConfig("tiny", decoding="loglik", temperature=1e4), model, tokenizer)
+    chats = _chats(1) * 12
+    first = [c.text for c in _ask(backend, chats, [NAMES] * 12, seed=5)]
+    assert len(set(first)) > 1
+    assert [c.text for c in _ask(backend, chats, [NAMES] * 12, seed=5)] == first

@@ -12,12 +12,14 @@ from alemlite.core.errors import ConfigError
 ChatMessages = list[dict[str, Any]]
 
 # How a reply was asked for: the server chose among the legal actions through vLLM's
-# `guided_choice` extension, through a JSON schema (`response_format`), or a local model
+# `guided_choice` extension, through a JSON schema (`response_format`, OpenAI's or llama.cpp's
+# dialect), or a local model
 # through its logits (only tokens of legal names allowed); or it answered freely; or a local
 # model's likelihood of each legal action chose (nothing generated).
 OUTPUT_MODES = (
     "constrained:guided_choice",
     "constrained:json_schema",
+    "constrained:json_object",
     "constrained:logits",
     "free",
     "loglik",

@@ -22,9 +22,10 @@ Three ways to answer, each its own `Completion.mode`:
   carries each legal name's probability (the softmax of the scores).
 
 Sampling is reproducible: each request draws from its own generator, seeded from the
-seed and the request's tokens, so the same seed and prompt give the same reply however
-requests are batched, while different prompts get different draws; the process-wide
-generator is not touched.
+seed, the request's tokens and how many identical requests came before it in its batch
+(so that episodes which start alike, as every dining table does, do not draw alike and
+stay copies of each other). The same seed and requests give the same replies; the
+process-wide generator is not touched.
 
 Threads: torch computes on `threads` threads (default: the cores this process may use).
 Its OpenMP threads meet at a barrier after every operation, so a forward of this model
@@ -262,23 +263,32 @@ class HFBackend:
             text = _plain_chat(messages)
         return np.asarray(tokenizer(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
 
-    def _generator(self, seed: int | None, tokens: np.ndarray) -> Any:
-        """The request's own sampling generator, from its seed and tokens (None: unseeded)."""
+    def _generators(self, batch: list[_Request], tokens: list[np.ndarray]) -> list[Any]:
+        """Each request's own sampling generator (unseeded where its seed is None), from its
+        seed, its tokens and the count of identical requests before it in the batch."""
         import torch
 
-        generator = torch.Generator()
-        if seed is None:
-            generator.seed()
-        else:
-            digest = hashlib.sha256(np.int64(seed).tobytes() + tokens.tobytes()).digest()
-            generator.manual_seed(int.from_bytes(digest[:8], "little") >> 1)
-        return generator
+        seen: dict[tuple[int | None, bytes], int] = {}
+        generators = []
+        for request, prompt in zip(batch, tokens, strict=True):
+            key = (request.seed, prompt.tobytes())
+            occurrence = seen[key] = seen.get(key, -1) + 1
+            generator = torch.Generator()
+            if request.seed is None:
+                generator.seed()
+            else:
+                words = np.array([request.seed, occurrence], np.int64).tobytes()
+                digest = hashlib.sha256(words + key[1]).digest()
+                generator.manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+            generators.append(generator)
+        return generators
 
     # ---- loglik ----------------------------------------------------------------------
     def _loglik(self, batch: list[_Request], tokens: list[np.ndarray]) -> list[dict[str, Any]]:
         import torch
 
         rows, names = [], []
+        generators = self._generators(batch, tokens) if self.config.temperature > 0 else None
         for request, prompt in zip(batch, tokens, strict=True):
             choices = list(request.choices or ())
             encoded = [self._encode(f"<action>{name}</action>") for name in choices]
@@ -289,13 +299,12 @@ class HFBackend:
             names.append(choices)
         scored = self._engine.score(rows)
         answers = []
-        for request, row, choices, scores in zip(batch, rows, names, scored, strict=True):
+        for index, (row, choices, scores) in enumerate(zip(rows, names, scored, strict=True)):
             logits = torch.tensor(scores, dtype=torch.float64)
             probs = torch.softmax(logits, 0)
-            if self.config.temperature > 0:
+            if generators is not None:
                 sampling = torch.softmax(logits / self.config.temperature, 0)
-                generator = self._generator(request.seed, row.tokens)
-                pick = int(torch.multinomial(sampling, 1, generator=generator))
+                pick = int(torch.multinomial(sampling, 1, generator=generators[index]))
             else:
                 pick = int(torch.argmax(logits))
             answers.append(
@@ -323,10 +332,9 @@ class HFBackend:
             _Trie([self._encode(name) for name in request.choices]) if request.choices else None
             for request in batch
         ]
-        generators = [
-            self._generator(request.seed, prompt) if self.config.temperature > 0 else None
-            for request, prompt in zip(batch, tokens, strict=True)
-        ]
+        generators = (
+            self._generators(batch, tokens) if self.config.temperature > 0 else [None] * len(batch)
+        )
         ended = [False] * len(batch)
 
         def choose(row: int, generated: list[int], logprobs: Any) -> int | None:

@@ -14,10 +14,15 @@ Constrained mode (the runner passes the legal action names as `choices`): each s
 first asked through vLLM's choice extension in `extra_body` (`guided_choice`, and its
 successor `structured_outputs.choice`, which servers that know it read instead), then,
 once it refuses that with a 4xx naming the field, through a JSON schema with an enum of
-the names (`response_format`), then for free text. A server's refusal is remembered for
+the names (`response_format` of type `json_schema`, as OpenAI and vLLM take it), then the
+same schema in llama.cpp's dialect (type `json_object` with a `schema`), then for free
+text. llama.cpp's Python server refuses a field it does not know with a 500 that says
+"validation error" and names it; that counts as a refusal too. A server that silently
+ignores a constraint (llama.cpp ignores `guided_choice`) is caught by its answer: a
+complete reply that is not one of the legal names (or their JSON) steps that server down
+as a refusal would, and the request is asked again. A server's refusal is remembered for
 the rest of the run, so a refused mode is not tried again every turn; each completion says
-in `mode` how it was asked. A server that silently ignores the extension answers freely,
-which the parser reads as any other reply.
+in `mode` how it was asked.
 
 Reasoning models: a separate reasoning part (`message.reasoning_content`, or `reasoning`
 in newer vLLM) comes back in `Completion.reasoning`, and `finish_reason == "length"` (the
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import random
@@ -45,13 +51,20 @@ from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError
 # Statuses worth another attempt (as the openai client's own policy): request timeout,
 # conflict, rate limit, and every 5xx.
 _RETRIED_STATUSES = (408, 409, 429)
-# The ways a constrained request is asked, each tried once the server refuses the one before.
-STEP_DOWN = ("constrained:guided_choice", "constrained:json_schema", "free")
+# The ways a constrained request is asked, each tried once the server refuses (or ignores)
+# the one before.
+STEP_DOWN = (
+    "constrained:guided_choice",
+    "constrained:json_schema",
+    "constrained:json_object",
+    "free",
+)
 # Words of a refusal that names the constraint field a mode sent (vLLM answers 400 for a
 # feature it does not support; other servers 422 for a field they do not know).
 _MODE_FIELDS = {
     "constrained:guided_choice": ("guided_choice", "structured_outputs", "guided"),
     "constrained:json_schema": ("response_format", "json_schema"),
+    "constrained:json_object": ("response_format", "json_object"),
 }
 
 
@@ -205,18 +218,21 @@ class OpenAIBackend:
             except openai.APIStatusError as error:
                 if not _refuses_mode(error, mode):
                     raise
-                self._step_down(base_url, mode, error)
+                why = f"refused {mode} ({error.status_code}: {_server_message(error)[:120]})"
+                self._step_down(base_url, mode, why)
+                continue
+            if mode != "free" and _ignored(response, mode, choices or ()):
+                self._step_down(base_url, mode, f"ignored {mode} (answered outside the choices)")
                 continue
             return response, mode
 
-    def _step_down(self, base_url: str, refused: str, error: openai.APIStatusError) -> None:
+    def _step_down(self, base_url: str, refused: str, why: str) -> None:
         if self._modes[base_url] != refused:
             return  # a concurrent request already stepped down past it
         following = STEP_DOWN[STEP_DOWN.index(refused) + 1]
         self._modes[base_url] = following
         print(
-            f"note: {base_url} refused {refused} ({error.status_code}: "
-            f"{_server_message(error)[:120]}); asking it {following} from now on",
+            f"note: {base_url} {why}; asking it {following} from now on",
             file=sys.stderr,
             flush=True,
         )
@@ -267,29 +283,48 @@ def _constraint(mode: str, choices: Sequence[str]) -> dict[str, Any]:
     names = list(choices)
     if mode == "constrained:guided_choice":
         return {"extra_body": {"guided_choice": names, "structured_outputs": {"choice": names}}}
+    schema = {
+        "type": "object",
+        "properties": {"action": {"type": "string", "enum": names}},
+        "required": ["action"],
+        "additionalProperties": False,
+    }
     if mode == "constrained:json_schema":
-        schema = {
-            "type": "object",
-            "properties": {"action": {"type": "string", "enum": names}},
-            "required": ["action"],
-            "additionalProperties": False,
-        }
         return {
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {"name": "action", "strict": True, "schema": schema},
             }
         }
+    if mode == "constrained:json_object":
+        return {"response_format": {"type": "json_object", "schema": schema}}
     return {}
+
+
+def _ignored(response: Any, mode: str, choices: Sequence[str]) -> bool:
+    """A complete constrained reply that is not one of `choices` (or their JSON): the server
+    answered without the constraint it was sent."""
+    answers = getattr(response, "choices", None) or []
+    if not answers or getattr(answers[0], "finish_reason", None) == "length":
+        return False
+    text = (getattr(answers[0].message, "content", None) or "").strip()
+    if mode == "constrained:guided_choice":
+        return text not in choices
+    try:
+        return json.loads(text).get("action") not in choices
+    except (ValueError, AttributeError):
+        return True
 
 
 def _refuses_mode(error: openai.APIStatusError, mode: str) -> bool:
     """A 4xx that names the field `mode` sent: the server does not support that mode."""
-    if mode == "free" or not 400 <= error.status_code < 500:
-        return False
-    if error.status_code in (401, 403, 404, *_RETRIED_STATUSES):
+    if mode == "free" or error.status_code in (401, 403, 404, *_RETRIED_STATUSES):
         return False
     message = _server_message(error).lower()
+    # llama.cpp's Python server answers a request its schema refuses with a 500.
+    validation = error.status_code == 500 and "validation error" in message
+    if not (400 <= error.status_code < 500 or validation):
+        return False
     return any(word in message for word in _MODE_FIELDS[mode])
 
 

@@ -139,6 +139,8 @@ def _describe(config: GapConfig) -> dict[str, Any]:
         "scripted": list(config.scripted_teams()),
         "mixed_llm_seats": config.mixed_llm_seats,
         **config.llm.describe(),
-        "base_url": list(config.llm.base_url),
+        "decoding": config.llm.decoding,
+        "constrained": config.llm.constrained,
+        **({} if config.llm.backend == "hf" else {"base_url": list(config.llm.base_url)}),
         "prompt": dataclasses.asdict(config.prompt),
     }

@@ -78,7 +78,15 @@ def team_scores(
         if metric in episodes:
             values = np.asarray(episodes[metric], dtype=np.float64)
             mean, low, high = mean_ci(values)
-            scores[role] = {"mean": mean, "low": low, "high": high, "n": int(values.size)}
+            scores[role] = {
+                "mean": mean,
+                "low": low,
+                "high": high,
+                "n": int(values.size),
+                # Episodes that scored nothing (dining's base task: no meal at all, the
+                # degenerate optimum a reward can drive a team to).
+                "zero_share": float(np.mean(values == 0)),
+            }
     return scores
 
 
