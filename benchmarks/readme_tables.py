@@ -355,15 +355,7 @@ def llm_backend_speed() -> str:
 
 
 # The real-model gap reports: folder under benchmarks/results/ -> how the model answered.
-GAP_SMOLLM2 = {
-    "gap_dining_smollm2_shaped_loglik": "loglik",
-    "gap_dining_smollm2_paper_loglik": "loglik",
-    "gap_dining_smollm2_shaped_constrained": "constrained",
-    "gap_dining_smollm2_paper_constrained": "constrained",
-    "gap_dining_smollm2_shaped_free": "free text",
-    "gap_dining_smollm2_paper_free": "free text",
-    "gap_craft_smollm2_loglik": "loglik",
-}
+GAP_SMOLLM2 = {"gap_dining_smollm2_shaped_loglik": "loglik"}
 
 
 def _best_scripted(stratum: dict) -> tuple[str, dict]:
@@ -380,10 +372,7 @@ def gap_smollm2() -> str:
         "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for folder, answer in GAP_SMOLLM2.items():
-        path = RESULTS_DIR / folder / "gap.json"
-        if not path.is_file():
-            continue
-        report = json.loads(path.read_text())
+        report = json.loads((RESULTS_DIR / folder / "gap.json").read_text())
         options = report["config"]["options"]
         setting = (
             f"dining, {options['reward']}"
