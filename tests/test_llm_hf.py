@@ -14,24 +14,16 @@ transformers = pytest.importorskip(
 torch = pytest.importorskip("torch", reason="torch is not installed (optional extra)")
 
 from llm_bridge.clients.hf_backend import HFBackend, HFConfig  # noqa: E402
+from tests.tiny_lm import character_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tiny():
     """A one-layer GPT-2 with a character-level tokenizer: no downloads."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-
-    characters = [chr(code) for code in range(32, 127)] + ["\n"]
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2} | {c: i + 3 for i, c in enumerate(characters)}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
-    )
+    tokenizer = character_tokenizer(transformers, chat_template=None)
     torch.manual_seed(0)
     config = transformers.GPT2Config(
-        vocab_size=len(vocab), n_positions=8192, n_embd=16, n_layer=1, n_head=2,
+        vocab_size=len(tokenizer), n_positions=8192, n_embd=16, n_layer=1, n_head=2,
         bos_token_id=1, eos_token_id=1, pad_token_id=0,
     )  # fmt: skip
     return transformers.GPT2LMHeadModel(config).eval(), tokenizer
