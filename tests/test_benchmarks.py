@@ -36,6 +36,7 @@ MAIN_CONFIGS = {
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",
     "gpu_suite": "benchmarks.bench.gpu:GpuSuiteConfig",
     "coordination_study": "benchmarks.study.config:StudyConfig",
+    "llm_backend_speed": "benchmarks.llm_backend_speed:BackendSpeedConfig",
 }
 
 
@@ -195,6 +196,16 @@ def _published_commands() -> list[str]:
             if line.startswith("python -m benchmarks."):
                 commands.add(line.split("#")[0].strip())
     return sorted(commands)
+
+
+def test_every_benchmark_script_has_its_config_listed_for_the_parse_check():
+    tools = {"provenance", "readme_tables"}  # scripts that publish nothing of their own
+    scripts = {
+        path.stem for path in (ROOT / "benchmarks").glob("*.py")
+        if '__name__ == "__main__"' in path.read_text()
+    } - tools  # fmt: skip
+    missing = sorted(scripts - set(MAIN_CONFIGS))
+    assert not missing, f"list in MAIN_CONFIGS: {missing}"
 
 
 @pytest.mark.parametrize("command", _published_commands())
