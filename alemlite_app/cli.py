@@ -18,8 +18,10 @@ status 2; `--debug` shows the traceback instead.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
+import io
 import re
 import sys
 import typing
@@ -201,6 +203,47 @@ def in_flags(message: str, config_type: type) -> str:
     return pattern.sub(lambda match: flags[match.group(1)] + "=", message) if names else message
 
 
+# tyro draws its errors in a box: a title, a rule, the message, then rules between the
+# argument's help and the pointer to --help. The UTF-8 box carries its title in its top
+# border, the ASCII one (a stdout that is not UTF-8) on a line of its own.
+_TITLE_BORDER = re.compile(r"^\s*╭─ (.*?) ─+╮\s*$", re.M)
+_RULE = re.compile(r"[─-]+")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _one_line(box: str) -> str:
+    """The message of tyro's error box on one line (the section after its title)."""
+    text = _TITLE_BORDER.sub(r"\1\n-", _ANSI.sub("", box))
+    sections: list[list[str]] = [[]]
+    for line in text.splitlines():
+        line = line.strip().strip("│╰╯").strip()
+        if _RULE.fullmatch(line):
+            sections.append([])
+        elif line:
+            sections[-1].append(line)
+    return " ".join(sections[1] if len(sections) > 1 else sections[0]).rstrip(".")
+
+
+def _parse(config_type: type, args: Sequence[str], prog: str, description: str | None, debug: bool):
+    """The config tyro builds from `args`; a parse error is printed in one line (exit 2),
+    as every other refusal of the command (`--debug` shows tyro's own box)."""
+    if debug:
+        return tyro.cli(config_type, args=args, prog=prog, description=description)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(printed):
+            config = tyro.cli(config_type, args=args, prog=prog, description=description)
+    except SystemExit as exit_:
+        message = _one_line(printed.getvalue())
+        if exit_.code != 2 or not message:
+            sys.stderr.write(printed.getvalue())
+            raise
+        print(f"{prog}: error: {message}; `{prog} --help` lists the options", file=sys.stderr)
+        raise SystemExit(2) from None
+    sys.stderr.write(printed.getvalue())  # tyro's warnings, if any
+    return config
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -222,9 +265,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2)
     try:
         config_type = with_env_options(config_type, argv[len(words) :])
-        config = tyro.cli(
-            config_type, args=argv[len(words) :], prog=prog, description=function.__doc__
-        )
+        config = _parse(config_type, argv[len(words) :], prog, function.__doc__, debug)
         function(config)
     except ConfigError as error:
         if debug:

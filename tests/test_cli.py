@@ -14,7 +14,15 @@ import pytest
 
 import alemlite
 from alemlite.core import ConfigError, registry
-from alemlite_app.cli import COMMANDS, _load, command_flags, flag_names, main, with_env_options
+from alemlite_app.cli import (
+    COMMANDS,
+    _load,
+    _one_line,
+    command_flags,
+    flag_names,
+    main,
+    with_env_options,
+)
 from alemlite_app.demo import DemoConfig, _training
 
 ENVIRONMENTS = ", ".join(alemlite.registered_environments())
@@ -250,4 +258,41 @@ def test_an_interrupted_command_says_how_to_continue(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "\nalemlite train: interrupted; what it wrote is kept; rerun it with --resume to "
         "continue from its last checkpoint\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["eval", "--env", "matrix", "--game", "chess_game"],
+            "invalid choice 'chess_game' for argument '--game'. Expected one of ('climbing', "
+            "'penalty', 'stag_hunt', 'prisoners_dilemma')",
+        ),
+        (
+            ["eval", "--episodes", "abc"],
+            "Error parsing --episodes: invalid literal for int() with base 10: 'abc'",
+        ),
+        (["eval", "--bogus", "3"], "Unrecognized options: --bogus, 3"),
+    ],
+    ids=["choice", "value", "unknown"],
+)
+def test_a_value_the_parser_refuses_is_one_line(argv, message, capsys):
+    """tyro draws these in a box of many lines; the command says them in one."""
+    error = _refusal(argv, capsys)
+    assert error == f"alemlite eval: error: {message}; `alemlite eval --help` lists the options\n"
+
+
+def test_the_utf8_box_gives_the_same_line():
+    """A UTF-8 terminal gets tyro's box with its title in the border."""
+    box = (
+        "╭─ Value error ───────────────────────────────────────────────────────────╮\n"
+        "│ Error parsing --episodes: invalid literal for int() with base 10: 'abc' │\n"
+        "│ ─────────────────────────────────────────────────────────────────────── │\n"
+        "│ Argument helptext:                                                      │\n"
+        "│     --episodes INT                                                      │\n"
+        "╰─────────────────────────────────────────────────────────────────────────╯\n"
+    )
+    assert (
+        _one_line(box) == "Error parsing --episodes: invalid literal for int() with base 10: 'abc'"
     )
