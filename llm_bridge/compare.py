@@ -107,6 +107,12 @@ def read_result(path: Path) -> dict[str, Any]:
         )
     if isinstance(body, dict) and "metrics" in body and "mismatched_settings" in body:
         raise ConfigError(f"{path} is a comparison written by `alemlite compare`; {EXPECTED}")
+    # Before its sections: a run stopped as not valid writes no summary or episodes.
+    if isinstance(body, dict) and not body.get("valid", True):
+        raise ConfigError(
+            f"{path} is from a run marked not valid ({body.get('reason', 'no reason recorded')}); "
+            "rerun its `alemlite eval-llm` command to ask the failed turns again"
+        )
     missing = [
         name
         for name in RESULT_SECTIONS
@@ -116,11 +122,6 @@ def read_result(path: Path) -> dict[str, Any]:
         not missing,
         f"{path} is not an evaluation result: it has no {', '.join(missing)} "
         f"section{'s' if len(missing) > 1 else ''}; {EXPECTED}",
-    )
-    require(
-        body.get("valid", True),
-        f"{path} is from a run marked not valid ({body.get('reason', 'no reason recorded')}); "
-        "rerun its `alemlite eval-llm` command to ask the failed turns again",
     )
     return body
 

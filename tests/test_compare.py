@@ -187,3 +187,17 @@ def test_a_run_marked_not_valid_is_refused(tmp_path):
     path.write_text(json.dumps({**body, "valid": False, "reason": "40% of LLM turns failed"}))
     message = _refusal(path, _report(tmp_path / "b.json", [1.0, 2.0]))
     assert "marked not valid (40% of LLM turns failed)" in message
+
+
+def test_a_run_stopped_as_not_valid_is_refused_as_such(tmp_path):
+    """A run stopped early writes no summary or episodes: the refusal says why it is not valid,
+    not that sections are missing."""
+    path = tmp_path / "summary.json"
+    reason = "stopped at step 0: more than max_failed_fraction=0.01 of the at most 24 turns failed"
+    config = {**DINING, "episodes": 2}
+    path.write_text(json.dumps({"config": config, "valid": False, "reason": reason}))
+    message = _refusal(path, _report(tmp_path / "b.json", [1.0, 2.0]))
+    assert message == (
+        f"{path} is from a run marked not valid ({reason}); rerun its `alemlite eval-llm` "
+        "command to ask the failed turns again"
+    )
