@@ -9,7 +9,8 @@ a request whose body hash lands in a fault's share gets that fault once.
 Outages, by request count rather than by hash: every chat request (or the first K) may
 be answered with one HTTP status (`Faults.status`); the server may die after N chat
 requests (`Faults.die_after`: from then on every connection is dropped unanswered);
-`stop()` takes it down and `restart()` brings it back on the same port.
+`stop()` takes it down and `restart()` brings it back on the same port. A server may
+answer every chat request 200 with a body that is no chat completion (`Faults.body`).
 Bound to 127.0.0.1 on a free port; serves only while the context is open.
 
 What model servers add, as vLLM does it: `reply` may return a `Reply` with a reasoning
@@ -135,6 +136,8 @@ class Faults:
     status_message: str = "refused by the test server"
     retry_after: str = "0"  # the Retry-After header of a 429 or 503 `status`
     die_after: int | None = None  # the server goes down after this many chat requests
+    body: bytes | None = None  # answer every chat request 200 with this body (no completion)
+    body_type: str = "application/json"  # the Content-Type of `body`
 
     def pick(self, body: bytes) -> str | None:
         """The fault for a request body, from its hash: the same body always gets the same one."""
@@ -298,6 +301,13 @@ class ChatServer:
                         server.log.refused += bool(refuse)
                 if server.down:
                     self._drop()
+                    return
+                if faults.body is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", faults.body_type)
+                    self.send_header("Content-Length", str(len(faults.body)))
+                    self.end_headers()
+                    self.wfile.write(faults.body)
                     return
                 if refuse:
                     self._send(

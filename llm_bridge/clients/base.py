@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +25,15 @@ OUTPUT_MODES = (
     "free",
     "loglik",
 )
+
+
+# `user:password@` after a URL's scheme: a server's credentials, never written or printed.
+_USERINFO = re.compile(r"(?<=://)[^/?#@\s]*@")
+
+
+def without_userinfo(text: str) -> str:
+    """`text` with the user info (`user:password@`) of every URL in it removed."""
+    return _USERINFO.sub("", text)
 
 
 class ModelServerError(ConfigError):

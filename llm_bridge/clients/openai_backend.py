@@ -8,7 +8,10 @@ dropped connections are retried with exponential backoff and jitter (honouring
 whose retries run out comes back as a failed `Completion` for the runner to count (and
 for a resumed run to ask again). Any other 4xx (a wrong key, URL or model name, a
 malformed request) is the same for every request, so it raises `ModelServerError`, which
-stops the run at once with the status, URL, model and the server's own words.
+stops the run at once with the status, URL, model and the server's own words. A body that
+is no chat completion (an HTML page, JSON without `choices`) is no answer: it is retried
+and, once the retries run out, a failed request quoting the body's first bytes. A server
+is named everywhere (transcripts, notes, errors) without the user info of its URL.
 
 Constrained mode (the runner passes the legal action names as `choices`): each server is
 first asked through vLLM's choice extension in `extra_body` (`guided_choice`, and its
@@ -46,7 +49,7 @@ from typing import Any
 import openai
 
 from alemlite.core.errors import require
-from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError
+from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError, without_userinfo
 
 # Statuses worth another attempt (as the openai client's own policy): request timeout,
 # conflict, rate limit, and every 5xx.
@@ -70,6 +73,11 @@ _MODE_FIELDS = {
 
 class BackendUnreachable(ModelServerError):
     """No server answers at a configured base URL."""
+
+
+class NotACompletion(Exception):
+    """A server answered with a body that is no chat completion (an HTML page, JSON without
+    `choices`): no answer, so the request failed and is asked again."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,8 @@ class OpenAIBackend:
         self._api_key = os.environ.get(config.api_key_env) or "EMPTY"
         self._clients: dict[str, openai.AsyncOpenAI] = {}
         self._in_flight = dict.fromkeys(config.base_urls, 0)
+        # How a server is named in transcripts, notes and errors: without its credentials.
+        self._shown = {url: without_userinfo(url) for url in config.base_urls}
         self._semaphore: asyncio.Semaphore | None = None
         self._next = 0
         # The constrained mode each server takes: the first it has not refused.
@@ -138,7 +148,8 @@ class OpenAIBackend:
                 await self._client(base_url).with_options(timeout=10.0).models.list()
             except (openai.APIConnectionError, openai.APITimeoutError) as error:
                 raise BackendUnreachable(
-                    f"no OpenAI-compatible server answers at {base_url} ({error}). Start one "
+                    f"no OpenAI-compatible server answers at {self._shown[base_url]} "
+                    f"({without_userinfo(str(error))}). Start one "
                     f"(e.g. `vllm serve {self.config.model} --port 8000`) and pass its URL "
                     "ending in /v1 as --base-url"
                 ) from error
@@ -173,18 +184,24 @@ class OpenAIBackend:
                         raise self._refused(error) from error
                     if not retried:  # an odd status (1xx, 3xx): count it, do not insist
                         return Completion(
-                            text="", attempts=attempt, error=_describe(error), server=base_url
+                            text="",
+                            attempts=attempt,
+                            error=_describe(error),
+                            server=self._shown[base_url],
                         )
                     failure: Exception = error
-                except openai.APIConnectionError as error:  # timeouts too
+                except (openai.APIConnectionError, NotACompletion) as error:  # timeouts too
                     failure = error
-                except openai.OpenAIError as error:  # e.g. a body that is no chat completion
+                except openai.OpenAIError as error:
                     return Completion(
-                        text="", attempts=attempt, error=_describe(error), server=base_url
+                        text="",
+                        attempts=attempt,
+                        error=_describe(error),
+                        server=self._shown[base_url],
                     )
                 else:
                     latency = time.perf_counter() - started
-                    return _completion(response, latency, attempt, base_url, mode)
+                    return _completion(response, latency, attempt, self._shown[base_url], mode)
                 finally:
                     self._in_flight[base_url] -= 1
             last_error = _describe(failure)
@@ -203,11 +220,12 @@ class OpenAIBackend:
         choices: Sequence[str] | None,
     ) -> tuple[Any, str]:
         """The server's response and the mode it was asked in, stepping down the constrained
-        modes this server refuses (a refusal is no failed attempt: nothing was answered)."""
+        modes this server refuses (a refusal is no failed attempt: nothing was answered).
+        Raises `NotACompletion` for a body that is no chat completion."""
         while True:
             mode = self._modes[base_url] if choices else "free"
             try:
-                response = await self._client(base_url).chat.completions.create(
+                raw = await self._client(base_url).chat.completions.with_raw_response.create(
                     model=self.config.model,
                     messages=messages,
                     temperature=self.config.temperature,
@@ -221,6 +239,14 @@ class OpenAIBackend:
                 why = f"refused {mode} ({error.status_code}: {_server_message(error)[:120]})"
                 self._step_down(base_url, mode, why)
                 continue
+            # The client hands back a non-JSON body as a string, and JSON without `choices`
+            # as a completion without them, raising nothing: neither is an answer.
+            response = raw.parse()
+            if not _answers(response):
+                raise NotACompletion(
+                    f"HTTP {raw.status_code} with a body that is no chat completion: "
+                    f"{raw.content[:120].decode(errors='replace')!r}"
+                )
             if mode != "free" and _ignored(response, mode, choices or ()):
                 self._step_down(base_url, mode, f"ignored {mode} (answered outside the choices)")
                 continue
@@ -232,7 +258,7 @@ class OpenAIBackend:
         following = STEP_DOWN[STEP_DOWN.index(refused) + 1]
         self._modes[base_url] = following
         print(
-            f"note: {base_url} {why}; asking it {following} from now on",
+            f"note: {self._shown[base_url]} {why}; asking it {following} from now on",
             file=sys.stderr,
             flush=True,
         )
@@ -245,8 +271,8 @@ class OpenAIBackend:
             404: "check --model against the server's model list and --base-url (ending in /v1)",
         }.get(status, "check --model, --max-tokens and the prompt length (--history)")
         return ModelServerError(
-            f"the model server at {error.request.url} answered {status} for model "
-            f"{self.config.model!r}: {_server_message(error)}; {hint}"
+            f"the model server at {without_userinfo(str(error.request.url))} answered {status} "
+            f"for model {self.config.model!r}: {_server_message(error)}; {hint}"
         )
 
     def _backoff(self, attempt: int, error: Exception) -> float:
@@ -266,7 +292,8 @@ class OpenAIBackend:
 
 def _describe(error: Exception) -> str:
     status = getattr(error, "status_code", None)
-    return f"{type(error).__name__}{f' {status}' if status else ''}: {error}"[:300]
+    text = f"{type(error).__name__}{f' {status}' if status else ''}: {error}"
+    return without_userinfo(text)[:300]
 
 
 def _server_message(error: openai.APIStatusError) -> str:
@@ -301,13 +328,20 @@ def _constraint(mode: str, choices: Sequence[str]) -> dict[str, Any]:
     return {}
 
 
+def _answers(response: Any) -> bool:
+    """Whether `response` is a chat completion with a message to read (its content may be
+    empty: a reasoning model cut off by the token budget)."""
+    answers = getattr(response, "choices", None)
+    return bool(answers) and getattr(answers[0], "message", None) is not None
+
+
 def _ignored(response: Any, mode: str, choices: Sequence[str]) -> bool:
     """A complete constrained reply that is not one of `choices` (or their JSON): the server
     answered without the constraint it was sent."""
-    answers = getattr(response, "choices", None) or []
-    if not answers or getattr(answers[0], "finish_reason", None) == "length":
+    answer = response.choices[0]
+    if getattr(answer, "finish_reason", None) == "length":
         return False
-    text = (getattr(answers[0].message, "content", None) or "").strip()
+    text = (getattr(answer.message, "content", None) or "").strip()
     if mode == "constrained:guided_choice":
         return text not in choices
     try:
@@ -329,19 +363,19 @@ def _refuses_mode(error: openai.APIStatusError, mode: str) -> bool:
 
 
 def _completion(response, latency_s: float, attempts: int, server: str, mode: str) -> Completion:
-    choices = getattr(response, "choices", None) or []
-    message = getattr(choices[0], "message", None) if choices else None
+    answer = response.choices[0]
+    message = answer.message
     usage = getattr(response, "usage", None)
     # vLLM's reasoning parsers answer `reasoning_content`; newer versions `reasoning`.
     reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
     return Completion(
-        text=(getattr(message, "content", None) or "") if message is not None else "",
+        text=getattr(message, "content", None) or "",
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         latency_s=latency_s,
         attempts=attempts,
         server=server,
         reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
-        cut_off=bool(choices) and getattr(choices[0], "finish_reason", None) == "length",
+        cut_off=getattr(answer, "finish_reason", None) == "length",
         mode=mode,
     )
