@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from alemlite.core.errors import ConfigError
+from llm_bridge.clients.base import without_userinfo
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED_DIRS = (REPO / "benchmarks" / "results", REPO / "docs")
@@ -80,7 +81,7 @@ def command_line() -> str:
         head = ["python", "-m", spec.name.removesuffix(".__main__")]
     else:
         head = [Path(sys.argv[0]).name]
-    return shlex.join(head + sys.argv[1:])
+    return without_userinfo(shlex.join(head + sys.argv[1:]))  # a --base-url's password
 
 
 def library_versions() -> dict[str, str]:

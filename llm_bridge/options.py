@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from alemlite.core.errors import require
 from alemlite.core.prompting import PromptOptions
-from llm_bridge.clients.base import Backend
+from llm_bridge.clients.base import Backend, without_userinfo
 from llm_bridge.images import OBSERVATIONS, Observation
 
 # Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
@@ -151,7 +151,7 @@ class LLMOptions:
     def describe(self) -> dict[str, Any]:
         """What of these options decides a run's answers (recorded, and part of its hash)."""
         return {
-            "model": self.model,
+            "model": without_userinfo(self.model),  # `MODEL@URL` may carry a password
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "model_seed": self.model_seed,

@@ -364,3 +364,79 @@ def test_a_full_disk_stops_the_run_with_whole_records_only(env, reference, tmp_p
         resumed = run(env, team(server.base_url), tmp_path)
     assert resumed["usage"]["reused_from_transcript"] == 6  # kept: header, 6 turns, 1 step
     assert resumed["episodes"] == reference["episodes"]
+
+
+# ---- a body that is no chat completion ------------------------------------------------------
+
+NOT_COMPLETIONS = {
+    "html": (b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"),
+    "no-choices": (b'{"id": "chatcmpl-1", "object": "chat.completion"}', "application/json"),
+    "empty-choices": (b'{"id": "chatcmpl-1", "choices": []}', "application/json"),
+}
+
+
+@pytest.mark.parametrize("kind", NOT_COMPLETIONS)
+def test_a_body_that_is_no_chat_completion_is_a_failed_request(env, reference, tmp_path, kind):
+    """HTTP 200 with an HTML page or JSON without choices is no answer: retried, counted as
+    failed with the body's first bytes quoted, the run not valid, and asked again on resume."""
+    body, content_type = NOT_COMPLETIONS[kind]
+    faults = Faults(body=body, body_type=content_type)
+    with (
+        ChatServer(dining_resource_ordering, faults) as server,
+        pytest.raises(InvalidRun, match="the run is not valid"),
+    ):
+        run(env, team(server.base_url, max_retries=1), tmp_path)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    failed = written["turns"]["failed"]
+    assert written["valid"] is False and failed > 0
+    assert written["turns"] == {"total": failed, "answered": 0, "failed": failed, "unparsed": 0}
+    assert server.log.requests == 2 * failed  # each asked twice: 1 + 1 retry
+    recorded = turns(tmp_path)
+    assert len(recorded) == failed
+    for turn in recorded:
+        assert turn["attempts"] == 2 and turn["reply"] == ""
+        assert "HTTP 200 with a body that is no chat completion" in turn["error"]
+        assert body.decode() in turn["error"]
+    with ChatServer(dining_resource_ordering) as good:
+        resumed = run(env, team(good.base_url), tmp_path)
+    assert resumed["valid"] and resumed["turns"]["failed"] == 0
+    assert resumed["usage"]["reused_from_transcript"] == 0  # every failed turn asked again
+    assert resumed["episodes"] == reference["episodes"]
+
+
+# ---- no secret on disk or on screen -----------------------------------------------------------
+
+
+def test_no_credential_is_written_or_printed(tmp_path, capfd, monkeypatch):
+    """A password in --base-url, in a seat's and in --model's URL, and a key in the environment:
+    none reaches a file of the run or its pages, nor stdout or stderr (a note names the server)."""
+    secrets = {
+        "url": "PwInTheUrl",
+        "seat": "PwInTheSeat",
+        "model": "PwInTheModel",
+        "env": "KeyInTheEnvironment",
+    }
+    monkeypatch.setenv("OPENAI_API_KEY", secrets["env"])
+    out = tmp_path / "run"
+    with ChatServer(
+        dining_resource_ordering, Faults(server_error=0.3), unsupported=["guided_choice"]
+    ) as server:
+        host = server.base_url.removeprefix("http://")
+        url = f"http://user:{secrets['url']}@{host}"
+        seat = f"llm:scripted@http://user:{secrets['seat']}@{host}"
+        model = f"scripted@http://user:{secrets['model']}@{host}"
+        main(
+            eval_llm_args(url, out, "--team", "llm", seat, "llm", "--constrained", "--model", model)
+        )
+    main(["view", str(out), "--no-progress"])
+    recorded = turns(out)
+    assert {turn["server"] for turn in recorded} == {server.base_url}
+    assert server.log.faults["server_error"] > 0  # retried, and the run went on
+    printed = capfd.readouterr()
+    assert f"note: {server.base_url} refused constrained:guided_choice" in printed.err
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert {"transcript.jsonl", "summary.json", "index.html"} <= {path.name for path in files}
+    for name, secret in secrets.items():
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), f"{name} secret in {path}"
+        assert secret not in printed.out + printed.err, f"{name} secret printed"

@@ -6,6 +6,7 @@ stand-in server; refusals."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,27 @@ GAP = ["gap", "--env", "dining", "--team-sizes", "3", "5", "--max-steps", "4", "
        "--scripted", "resource_ordering", "--model", "scripted", "--no-progress"]  # fmt: skip
 
 
+PASSWORD = "PwOfTheServer"
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
+    """The report of a server reached with a password in its URL, typed on the command line."""
     out = tmp_path_factory.mktemp("gap")
-    with ChatServer(dining_resource_ordering) as server:
-        main([*GAP, "--base-url", server.base_url, "--out", str(out)])
+    with ChatServer(dining_resource_ordering) as server, pytest.MonkeyPatch.context() as patch:
+        url = server.base_url.replace("://", f"://user:{PASSWORD}@")
+        argv = [*GAP, "--base-url", url, "--out", str(out)]
+        patch.setattr(sys, "argv", ["alemlite", *argv])  # the command the report records
+        main(argv)
     return out, json.loads((out / "gap.json").read_text())
+
+
+def test_no_file_of_the_report_holds_the_password(report):
+    out, results = report
+    assert "--base-url http://127.0.0.1:" in results["provenance"]["command"]
+    assert results["config"]["base_url"][0].startswith("http://127.0.0.1:")
+    files = [path for path in out.rglob("*") if path.is_file()]
+    assert len(files) > 3 and not [path for path in files if PASSWORD.encode() in path.read_bytes()]
 
 
 def test_the_report_is_written_as_json_markdown_and_plots(report):

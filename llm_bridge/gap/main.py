@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import alemlite
+from llm_bridge.clients.base import without_userinfo
 from llm_bridge.gap.config import GapConfig
 from llm_bridge.gap.plan import plan_stratum
 from llm_bridge.gap.play import TeamResult, play_team
@@ -141,6 +142,10 @@ def _describe(config: GapConfig) -> dict[str, Any]:
         **config.llm.describe(),
         "decoding": config.llm.decoding,
         "constrained": config.llm.constrained,
-        **({} if config.llm.backend == "hf" else {"base_url": list(config.llm.base_url)}),
+        **(
+            {}
+            if config.llm.backend == "hf"
+            else {"base_url": [without_userinfo(url) for url in config.llm.base_url]}
+        ),
         "prompt": dataclasses.asdict(config.prompt),
     }
