@@ -11,21 +11,21 @@ import jax.numpy as jnp
 
 
 def gini(values: jax.Array, mask: jax.Array) -> jax.Array:
-    """Gini coefficient `sum_ij |x_i - x_j| / (2 n sum x)`; 0 when every value is zero."""
-    values = jnp.where(mask, values, 0)
+    """Gini coefficient `sum_ij |x_i - x_j| / (2 n sum x)`; 0 when every value is zero.
+
+    From the sorted values, in O(N log N) time and O(N) memory (the pairs of a table of
+    200,000 seats would take 160 GB): with the n counted values ascending, x_(1) <= ... <=
+    x_(n), `sum_ij |x_i - x_j| = 2 sum_k (2k - n - 1) x_(k)`.
+    """
+    values = values.astype(jnp.float32)
     count = mask.sum()
-    if jnp.issubdtype(values.dtype, jnp.integer):
-        # Exact for counts, and several times cheaper on CPU than masking every pair: a
-        # masked-out seat holds 0, so each pair of it with a counted seat adds |x_i| twice.
-        total = values.sum().astype(jnp.float32)
-        every_pair = jnp.abs(values[:, None] - values[None, :]).sum()
-        outside = mask.shape[0] - count
-        differences = (every_pair - 2 * outside * jnp.abs(values).sum()).astype(jnp.float32)
-    else:
-        values = values.astype(jnp.float32)
-        total = values.sum()
-        pair_mask = mask[:, None] & mask[None, :]
-        differences = jnp.where(pair_mask, jnp.abs(values[:, None] - values[None, :]), 0.0).sum()
+    # Seats that do not count sort last and weigh nothing.
+    ordered = jnp.sort(jnp.where(mask, values, jnp.inf))
+    rank = jnp.arange(1, values.shape[0] + 1)
+    counted = rank <= count
+    weights = jnp.where(counted, 2 * rank - count - 1, 0).astype(jnp.float32)
+    differences = 2.0 * jnp.sum(weights * jnp.where(counted, ordered, 0.0))
+    total = jnp.where(mask, values, 0.0).sum()
     return jnp.where(total > 0, differences / (2.0 * count * jnp.maximum(total, 1e-30)), 0.0)
 
 
