@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 import alemlite
 from alemlite.core.environment import Environment
-from alemlite.core.errors import named_as, require_at_least
+from alemlite.core.errors import require_at_least
 from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import Policy, episode_keys, play_episode
 from alemlite.stats import summarise
@@ -56,19 +56,18 @@ class CraftTeamsConfig(ResultsFolder):
     difficulties: tuple[str, ...] = ("easy", "medium", "hard")
     episodes: int = 16
     max_steps: int = 500
-    agents: int = 3
+    num_agents: int = 3
     map_size: int = 48
     seed: int = 0
 
     def __post_init__(self):
         require_at_least(1, episodes=self.episodes)
         for difficulty in self.difficulties:
-            with named_as(num_agents="agents"):
-                self.options(difficulty)
+            self.options(difficulty)
 
     def options(self, difficulty: str) -> EnvOptions:
         return CRAFT.options(
-            num_agents=self.agents,
+            num_agents=self.num_agents,
             map_size=self.map_size,
             max_steps=self.max_steps,
             difficulty=difficulty,

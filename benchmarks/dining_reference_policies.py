@@ -5,7 +5,7 @@ episodes for both) and writes returns, meals, deadlock rate and fairness with 95
 intervals (Student-t; Wilson for the deadlock rate) to
 `benchmarks/results/dining_reference_policies_<platform>.json`.
 
-    python -m benchmarks.dining_reference_policies [--episodes 300] [--num-philosophers 5]
+    python -m benchmarks.dining_reference_policies [--episodes 300] [--num-agents 5]
 
 `alemlite bench policies --env dining` plays them under one reward (any environment's).
 """
@@ -18,7 +18,7 @@ import numpy as np
 import tyro
 
 import alemlite
-from alemlite.core.errors import named_as, require_at_least
+from alemlite.core.errors import require_at_least
 from alemlite.stats import summarise
 from benchmarks.bench.policies import policy_episodes
 from benchmarks.harness import ResultsFolder, format_interval, write_results
@@ -32,13 +32,12 @@ class DiningPoliciesConfig(ResultsFolder):
     """Evaluate every scripted dining policy under both rewards."""
 
     episodes: int = 300
-    num_philosophers: int = 5
+    num_agents: int = 5
     seed: int = 0
 
     def __post_init__(self):
         require_at_least(1, episodes=self.episodes)
-        with named_as(num_agents="num_philosophers"):
-            DINING.options(num_agents=self.num_philosophers)
+        DINING.options(num_agents=self.num_agents)
 
 
 def run(config: DiningPoliciesConfig) -> dict:
@@ -48,7 +47,7 @@ def run(config: DiningPoliciesConfig) -> dict:
     for name in sorted(DINING.policies):
         policies[name] = {}
         for reward in REWARDS:
-            options = DINING.options(num_agents=config.num_philosophers, reward=reward)
+            options = DINING.options(num_agents=config.num_agents, reward=reward)
             episodes = policy_episodes(DINING, options, name, config.episodes, config.seed)
             reported = {
                 "episode_return": episodes["episode_return"],

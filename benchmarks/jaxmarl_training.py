@@ -35,7 +35,7 @@ import tyro
 from tqdm import tqdm
 
 import alemlite
-from alemlite.core.errors import named_as, require, require_at_least
+from alemlite.core.errors import require, require_at_least
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
 from benchmarks.harness import ResultsFolder, write_results
@@ -53,7 +53,7 @@ class JaxMARLTrainingConfig(ResultsFolder):
     """python of a virtual environment with JaxMARL's algorithm dependencies"""
     jaxmarl_script: str = "baselines/IPPO/ippo_ff_mpe.py"
     """JaxMARL's feed-forward IPPO script, relative to the checkout"""
-    philosophers: int = 5
+    num_agents: int = 5
     max_steps: int = 30
     num_envs: tuple[int, ...] = (64, 256)
     num_steps: int = 128
@@ -69,13 +69,10 @@ class JaxMARLTrainingConfig(ResultsFolder):
         require_at_least(1, num_envs=self.num_envs, num_steps=self.num_steps)
         require_at_least(1, updates_per_call=self.updates_per_call, repeats=self.repeats)
         require(self.num_layers == 2, f"num_layers={self.num_layers} must be 2 (JaxMARL's)")
-        with named_as(num_agents="philosophers"):
-            self.options()
+        self.options()
 
     def options(self) -> Any:
-        return alemlite.spec("dining").options(
-            num_agents=self.philosophers, max_steps=self.max_steps
-        )
+        return alemlite.spec("dining").options(num_agents=self.num_agents, max_steps=self.max_steps)
 
     def train_config(self, num_envs: int) -> TrainConfig:
         return TrainConfig(
@@ -109,7 +106,7 @@ class JaxMARLTrainingConfig(ResultsFolder):
             "MAX_GRAD_NORM": 0.5,
             "ACTIVATION": "tanh",
             "ENV_NAME": "dining",
-            "ENV_KWARGS": {"num_agents": self.philosophers, "max_steps": self.max_steps},
+            "ENV_KWARGS": {"num_agents": self.num_agents, "max_steps": self.max_steps},
             "ANNEAL_LR": True,
         }
 

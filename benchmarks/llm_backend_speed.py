@@ -26,7 +26,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +40,21 @@ from llm_bridge.clients.base import ChatMessages, Completion
 from llm_bridge.clients.hf_backend import HFBackend, HFConfig
 from llm_bridge.runner import RunConfig, run_evaluation
 
+DiningOptions = alemlite.spec("dining").options
+CraftOptions = alemlite.spec("craft").options
+
 
 @dataclass(frozen=True)
 class BackendSpeedConfig(ResultsFolder):
     """Time the transformers backend on a real model (JSON under benchmarks/results/)."""
 
     model: str = "smollm2-135m"
-    dining_agents: int = 5
+    dining: DiningOptions = field(default_factory=lambda: DiningOptions(max_steps=10))
+    """the dining table played (flags under its name: --dining.num-agents)"""
     dining_episodes: int = 4
-    dining_max_steps: int = 10
-    craft_agents: int = 3
-    craft_map_size: int = 16
+    craft: CraftOptions = field(default_factory=lambda: CraftOptions(map_size=16, max_steps=8))
+    """the Craft world played (--craft.num-agents, --craft.map-size)"""
     craft_episodes: int = 1
-    craft_max_steps: int = 8
     max_tokens: int = 16
     """free and constrained generation's token budget per reply"""
     rounds: int = 2
@@ -65,8 +67,6 @@ class BackendSpeedConfig(ResultsFolder):
             1,
             dining_episodes=self.dining_episodes,
             craft_episodes=self.craft_episodes,
-            dining_max_steps=self.dining_max_steps,
-            craft_max_steps=self.craft_max_steps,
             max_tokens=self.max_tokens,
             rounds=self.rounds,
             load_processes=self.load_processes,
@@ -94,15 +94,10 @@ class _Instant:
 
 
 def _settings(config: BackendSpeedConfig) -> dict[str, tuple[Any, int]]:
-    dining = alemlite.spec("dining").options(
-        num_agents=config.dining_agents, max_steps=config.dining_max_steps
-    )
-    craft = alemlite.spec("craft").options(
-        num_agents=config.craft_agents,
-        map_size=config.craft_map_size,
-        max_steps=config.craft_max_steps,
-    )
-    return {"dining": (dining, config.dining_episodes), "craft": (craft, config.craft_episodes)}
+    return {
+        "dining": (config.dining, config.dining_episodes),
+        "craft": (config.craft, config.craft_episodes),
+    }
 
 
 def _play(env_name, options, episodes, backend, out, decoding, constrained) -> dict[str, Any]:

@@ -59,7 +59,7 @@ class MarlCraftConfig:
     difficulties: tuple[str, ...] = ("easy", "medium", "hard")
     algorithms: tuple[str, ...] = ("ippo", "mappo")
     map_size: int = 32
-    agents: int = 3
+    num_agents: int = 3
     max_steps: int = 500
     num_updates: int = 60
     num_seeds: int = 2
@@ -93,7 +93,7 @@ class MarlCraftConfig:
             algorithm=algorithm,
             env="craft",
             options=alemlite.spec("craft").options(
-                num_agents=self.agents,
+                num_agents=self.num_agents,
                 map_size=self.map_size,
                 max_steps=self.max_steps,
                 difficulty=difficulty,

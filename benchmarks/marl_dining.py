@@ -36,7 +36,8 @@ DINING = alemlite.spec("dining")
 class MarlDiningConfig:
     """Train IPPO and MAPPO on dining tables; write the results table and curves."""
 
-    sizes: tuple[int, ...] = (5,)
+    num_agents: tuple[int, ...] = (5,)
+    """the table sizes, trained one after another"""
     algorithms: tuple[str, ...] = ("ippo", "mappo")
     num_updates: int = 200
     num_seeds: int = 4
@@ -63,7 +64,7 @@ class MarlDiningConfig:
 def run(config: MarlDiningConfig) -> dict:
     names = [
         f"{algorithm}-dining-{size}{config.label}"
-        for size in config.sizes
+        for size in config.num_agents
         for algorithm in config.algorithms
     ]
     refuse_earlier_runs([config.runs_dir / name for name in names], config.reuse_runs)
@@ -72,7 +73,7 @@ def run(config: MarlDiningConfig) -> dict:
     provenance = begin_run([out, figures_dir], config.allow_dirty, config.publish)
     results = {"config": {**dataclasses.asdict(config), "out": str(out)}, "runs": {}}
     figures_dir.mkdir(parents=True, exist_ok=True)
-    for size in config.sizes:
+    for size in config.num_agents:
         for algorithm in config.algorithms:
             name = f"{algorithm}-dining-{size}{config.label}"
             run_dir = config.runs_dir / name

@@ -7,22 +7,27 @@ built. The figure counts both the transfer and the text building, as the runner
 does each step.
 
     python -m benchmarks.prompt_throughput [--dining-tables 2048] [--craft-worlds 256]
+    python -m benchmarks.prompt_throughput --dining.num-agents 10 --craft.num-agents 4
 
 `alemlite bench prompts --env NAME` times one environment's builder the same way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 import tyro
 
 import alemlite
-from alemlite.core.errors import named_as, require_at_least
+from alemlite.core.errors import require_at_least
 from alemlite.core.prompting import PromptOptions
 from alemlite.core.spec import EnvOptions
 from benchmarks.bench.prompts import measure, print_result
 from benchmarks.harness import ResultsFolder, write_results
+
+# Each environment's options, as flags under its name (--dining.num-agents, --craft.map-size).
+DiningOptions = alemlite.spec("dining").options
+CraftOptions = alemlite.spec("craft").options
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,10 @@ class PromptBenchConfig(ResultsFolder):
     """Measure prompts per second serialised from a batch (JSON under benchmarks/results/)."""
 
     dining_tables: int = 2048
-    philosophers: int = 5
     craft_worlds: int = 256
-    craft_agents: int = 3
     repeats: int = 10
+    dining: DiningOptions = field(default_factory=DiningOptions)
+    craft: CraftOptions = field(default_factory=CraftOptions)
 
     def __post_init__(self):
         require_at_least(
@@ -46,13 +51,9 @@ class PromptBenchConfig(ResultsFolder):
 
     def settings(self) -> list[tuple[str, EnvOptions, int, PromptOptions]]:
         """Per environment: its options, batch size and prompt switches."""
-        with named_as(num_agents="philosophers"):
-            dining = alemlite.spec("dining").options(num_agents=self.philosophers)
-        with named_as(num_agents="craft_agents"):
-            craft = alemlite.spec("craft").options(num_agents=self.craft_agents)
         return [
-            ("dining", dining, self.dining_tables, PromptOptions()),
-            ("craft", craft, self.craft_worlds, PromptOptions(variant="collaborative")),
+            ("dining", self.dining, self.dining_tables, PromptOptions()),
+            ("craft", self.craft, self.craft_worlds, PromptOptions(variant="collaborative")),
         ]
 
 
@@ -64,7 +65,7 @@ def run(config: PromptBenchConfig) -> dict:
         env_spec = alemlite.spec(name)
         env = env_spec.build(options)
         results.append(measure(env, env_spec.prompts(env), prompts, num_envs, config.repeats))
-    payload = {"config": {**config.__dict__, "out": str(out_dir)}, "results": results}
+    payload = {"config": {**asdict(config), "out": str(out_dir)}, "results": results}
     path = write_results("prompt_throughput", payload, out_dir, provenance)
     for result in results:
         print_result(result)

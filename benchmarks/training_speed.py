@@ -6,8 +6,8 @@ the environment alone and one whole update of each algorithm, and reports their 
 (`benchmarks/bench/training.py`). Writes `benchmarks/results/training_speed_<env>_<platform>.json`
 and a plot.
 
-    python -m benchmarks.training_speed --env dining --philosophers 5
-    python -m benchmarks.training_speed --env craft --agents 3 --map-size 32 --max-steps 500 \
+    python -m benchmarks.training_speed --env dining --num-agents 5
+    python -m benchmarks.training_speed --env craft --num-agents 3 --map-size 32 --max-steps 500 \
         --network.hidden-size 32 --log2-envs 4 6 8
 
 Two or more Craft observation encodings (`--obs-encodings dense symbolic`) are timed in one
@@ -25,7 +25,6 @@ from typing import Literal
 import tyro
 
 import alemlite
-from alemlite.core.errors import named_as
 from alemlite.core.spec import EnvOptions
 from baselines.common.config import NetworkConfig
 from benchmarks.bench import training
@@ -37,11 +36,10 @@ class TrainingSpeedConfig(ResultsFolder):
     """Time whole training updates against env-only rollouts (JSON and plot in results/)."""
 
     env: Literal["dining", "craft"] = "dining"
-    philosophers: int = 5
+    num_agents: int | None = None
+    """Philosophers at the table, or Craft's team size; None: the environment's default."""
     map_size: int = 16
     """craft: side of the square map."""
-    agents: int = 2
-    """craft: number of agents."""
     max_steps: int | None = None
     """Episode length; None: the environment's default."""
     difficulty: str = "medium"
@@ -69,14 +67,15 @@ class TrainingSpeedConfig(ResultsFolder):
 
     def options(self, obs_encoding: str = "dense") -> EnvOptions:
         """The environment these flags describe (each environment's are checked)."""
-        limit = {} if self.max_steps is None else {"max_steps": self.max_steps}
-        with named_as(num_agents="philosophers"):
-            dining = alemlite.spec("dining").options(num_agents=self.philosophers, **limit)
-        with named_as(num_agents="agents"):
-            craft = alemlite.spec("craft").options(
-                num_agents=self.agents, map_size=self.map_size, difficulty=self.difficulty,
-                obs_encoding=obs_encoding, **limit,
-            )  # fmt: skip
+        given = {
+            name: value
+            for name, value in (("num_agents", self.num_agents), ("max_steps", self.max_steps))
+            if value is not None
+        }
+        dining = alemlite.spec("dining").options(**given)
+        craft = alemlite.spec("craft").options(
+            map_size=self.map_size, difficulty=self.difficulty, obs_encoding=obs_encoding, **given
+        )
         return dining if self.env == "dining" else craft
 
     def benchmark(self, obs_encoding: str = "dense") -> training.TrainingSpeedConfig:

@@ -142,7 +142,7 @@ def fake_results():
             ),
         },
     }
-    config = dataclasses.asdict(StudyConfig(sizes=(5, 15), methods=("grpo", "srpo")))
+    config = dataclasses.asdict(StudyConfig(num_agents=(5, 15), methods=("grpo", "srpo")))
     return {
         "machine": {
             **{key: "x" for key in ("processor", "platform", "device_kind", "date")},
@@ -295,8 +295,8 @@ def test_the_study_writes_into_its_folder_unless_published(tmp_path):
 
 
 def test_a_bad_table_size_or_reward_is_refused_before_any_training():
-    with pytest.raises(ConfigError, match=r"^sizes=1 "):
-        StudyConfig(sizes=(5, 1))
+    with pytest.raises(ConfigError, match=r"^num_agents=1 "):
+        StudyConfig(num_agents=(5, 1))
     with pytest.raises(ConfigError, match="unknown reward 'meals'"):
         StudyConfig(rewards=("paper", "meals"))
 

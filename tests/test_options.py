@@ -1,6 +1,6 @@
 """One flag per concept: every command spells each shared option (`SHARED_OPTIONS`) with the
 same flag, type and default, for every registered environment, and no command keeps an old
-spelling of one."""
+spelling of one; every `python -m benchmarks.NAME` script spells them alike too."""
 
 import dataclasses
 import types
@@ -16,6 +16,7 @@ from alemlite.core import registry
 from alemlite.core.spec import SHARED_OPTIONS, EnvOptions
 from alemlite_app.cli import COMMANDS, Flag, _load, command_flags, with_env_options
 from benchmarks.bench.policies import PoliciesConfig
+from tests.test_benchmarks import MAIN_CONFIGS
 
 # Old spellings of shared concepts: --num-agents and --out replaced them everywhere.
 OLD_FLAGS = (
@@ -23,10 +24,15 @@ OLD_FLAGS = (
     "--num-philosophers",
     "--agents",
     "--craft-agents",
+    "--dining-agents",
+    "--sizes",
+    "--table-sizes",
     "--run-dir",
     "--out-dir",
     "--runs-dir",
 )
+# A benchmark that trains keeps its training runs apart from its results (--out).
+BENCHMARK_FLAGS = ("--runs-dir",)
 # What every command of a kind must take.
 REQUIRED = {
     ("eval",): ("env", "seed", "episodes", "out"),
@@ -74,23 +80,31 @@ def flag_type(kind: typing.Any) -> typing.Any:
     return kind
 
 
-def drift(config_type: type, env: str | None) -> list[str]:
-    """Every way a command's flags depart from the shared table."""
+def drift(
+    config_type: type, env: str | None, defaults: bool = True, allowed: tuple[str, ...] = ()
+) -> list[str]:
+    """Every way a command's flags depart from the shared table (its defaults too, unless
+    `defaults` is false; `allowed`: old spellings it may keep)."""
     problems = []
     for name, flag in flags_of(config_type, env).items():
-        if flag.name in OLD_FLAGS:
+        if flag.name in OLD_FLAGS and flag.name not in allowed:
             problems.append(f"{flag.name}: an old spelling of a shared option")
         leaf = name.rsplit(".", 1)[-1]
         shared = SHARED_OPTIONS.get(leaf)
         if shared is None:
             continue
+        # A group of options (one environment's, where a script plays two) keeps the spelling
+        # under its prefix: --dining.num-agents.
         wanted = "--" + leaf.replace("_", "-")
-        if flag.name != wanted:
+        if flag.name != wanted and not flag.name.endswith("." + wanted.removeprefix("--")):
             problems.append(f"{flag.name}: the shared option {leaf} is spelled {wanted}")
-        if flag_type(flag.type) != shared.type:
+        # A sweep over values of the option reads several: `tuple[T, ...]`.
+        if flag_type(flag.type) not in (shared.type, tuple[shared.type, ...]):
             problems.append(f"{flag.name}: type {flag.type}, the table's is {shared.type}")
         # The env's default is the environment named (with_env_options); checked below.
-        if shared.default is not None and leaf != "env" and flag.default != shared.default:
+        if not defaults or shared.default is None or leaf == "env":
+            continue
+        if flag.default != shared.default:
             table = shared.default
             problems.append(f"{flag.name}: default {flag.default!r}, the table's is {table!r}")
     if env is not None:
@@ -103,6 +117,18 @@ def drift(config_type: type, env: str | None) -> list[str]:
 @pytest.mark.parametrize("words, env", command_lines(), ids=_name)
 def test_every_command_spells_shared_options_as_the_table_does(words, env):
     assert drift(config_of(words), env) == []
+
+
+def script_config(module: str) -> type:
+    module_name, class_name = MAIN_CONFIGS[module].split(":")
+    return getattr(__import__(module_name, fromlist=[class_name]), class_name)
+
+
+@pytest.mark.parametrize("module", sorted(MAIN_CONFIGS))
+def test_every_benchmark_script_spells_shared_options_as_the_table_does(module):
+    # A script's defaults are its published protocol (16 Craft episodes per team, 300 dining
+    # episodes), so names and types are held to the table, not defaults.
+    assert drift(script_config(module), None, defaults=False, allowed=BENCHMARK_FLAGS) == []
 
 
 @pytest.mark.parametrize("words, env", command_lines(), ids=_name)

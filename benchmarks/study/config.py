@@ -80,7 +80,8 @@ class StudyConfig:
 
     scale: Literal["cpu", "gpu"] = "cpu"
     """Budget preset (see `SCALES`): "cpu" (the published run) or "gpu" (full scale)."""
-    sizes: tuple[int, ...] = (5, 10, 15)
+    num_agents: tuple[int, ...] = (5, 10, 15)
+    """the table sizes"""
     rewards: tuple[str, ...] = ("paper", "shaped")
     methods: tuple[str, ...] = METHODS
     curriculum_methods: tuple[str, ...] = ("mappo", "grpo")
@@ -116,7 +117,10 @@ class StudyConfig:
 
     def __post_init__(self):
         table = alemlite.spec(ENV)
-        for name, sizes in (("sizes", self.sizes), ("curriculum.values", self.curriculum.values)):
+        for name, sizes in (
+            ("num_agents", self.num_agents),
+            ("curriculum.values", self.curriculum.values),
+        ):
             with named_as(num_agents=name):
                 for size in sizes:
                     table.options(num_agents=size)

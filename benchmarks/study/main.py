@@ -53,7 +53,7 @@ def run(config: StudyConfig) -> dict[str, Any]:
     }
     start = time.perf_counter()
     for reward in config.rewards:
-        for size in config.sizes:
+        for size in config.num_agents:
             references = reference_episodes(size, reward, budget, runs_dir)
             setting = {
                 "reward": reward,
