@@ -5,7 +5,7 @@ constants.py     materials, items, actions, achievements, the layer's numbers, c
 env.py           CraftEnv: the world's phases and the enabled parts, in step order
 spec.py          CraftOptions and SPEC (found through the registry)
 policies.py      reference policies (random, noop, scripted, team)
-team_policy.py   the scripted coordinating team
+team_policy/     the scripted coordinating team, one module per concern
 world/           the base world, which knows nothing of the layer:
     state.py tiles.py randomness.py worldgen.py gathering.py movement.py
     survival.py mobs.py achievements.py observation.py rendering.py, and

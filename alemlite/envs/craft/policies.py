@@ -4,7 +4,7 @@
 a greedy crafter per agent that makes the first tool it lacks, places a table and a
 furnace when it can, works the tile it faces when that yields something, sleeps when
 tired, and otherwise wanders; it ignores the coordination layer. `team`
-(`team_policy.py`): a coordinating reference team that divides the work by role
+(`team_policy/`): a coordinating reference team that divides the work by role
 (the miner mines and makes pickaxes, the warrior fights and makes swords, the
 forager drinks and hunts for the others), completes sync and handover tasks
 together, builds shelter, forge and beacon on the construction sites and makes
