@@ -4,6 +4,8 @@ Actor and critic both read the agent's local observation and one-hot id; the
 action mask removes illegal actions from the policy. One `update` collects a
 rollout through the auto-reset `VecEnv`, computes advantages with truncation
 bootstrapping, and runs epochs of clipped PPO over minibatches of environments.
+Every seat learns from the team's reward by default (`ppo.rewards`): with its own
+reward a seat gains by holding forks its neighbours need.
 `MAPPO` (mappo.py) changes only what the critic reads.
 """
 
@@ -30,6 +32,15 @@ from baselines.common.ppo import (
     weighted_mean,
 )
 from baselines.common.rollout import AgentView
+
+
+def team_rewards(reward: jax.Array, active: jax.Array) -> jax.Array:
+    """Every seat in play gets the mean reward of the seats in play; inert seats get 0.
+
+    reward, active: `(..., N)`.
+    """
+    mean = (reward * active).sum(-1, keepdims=True) / jnp.maximum(active.sum(-1, keepdims=True), 1)
+    return jnp.where(active, mean, 0.0)
 
 
 def _env_major(tree):
@@ -125,8 +136,11 @@ class IPPO:
         _, last_value = self._values(
             runner.params["critic"], rollout.hidden["critic"], rollout.view
         )
+        reward = transitions.reward
+        if ppo.rewards == "team":
+            reward = team_rewards(reward, transitions.view.active)
         advantages, targets = generalised_advantages(
-            transitions.reward,
+            reward,
             transitions.value,
             transitions.done[..., None],
             transitions.terminal[..., None],

@@ -1,6 +1,8 @@
-"""IPPO on dining: it learns within a small budget, and the shipped policy loads and acts."""
+"""IPPO on dining: it learns from the team reward within a small budget, and the shipped
+policy loads and acts."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -10,11 +12,15 @@ from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.evaluation import evaluate
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import train
+from baselines.ippo import team_rewards
 
 TEST_SEED = 2_000_000
 
 
-def test_ippo_beats_uniform_random_on_held_out_seeds(tmp_path):
+def test_ippo_beats_every_scripted_policy_but_resource_ordering_on_held_out_seeds(tmp_path):
+    # With each seat's own reward IPPO settles where philosophers starve (2.75 per seat, below
+    # backoff's 3.09, over four seeds); with the team reward (the default) it passes backoff
+    # within 24 updates. The untrained actor plays about like uniform random.
     config = TrainConfig(
         algorithm="ippo",
         env="dining",
@@ -32,12 +38,21 @@ def test_ippo_beats_uniform_random_on_held_out_seeds(tmp_path):
         progress=False,
         out=str(tmp_path),
     )
-    summary = train(config, references={"uniform_random": DINING_POLICIES["uniform_random"]})
+    references = {name: DINING_POLICIES[name] for name in ("uniform_random", "backoff")}
+    summary = train(config, references=references)
     trained = summary["final"]["episodes"]
-    uniform = summary["references"]["uniform_random"]["episodes"]
-    assert trained["episode_return"]["low"] > uniform["episode_return"]["high"]
+    backoff = summary["references"]["backoff"]["episodes"]
+    assert trained["episode_return"]["low"] > backoff["episode_return"]["high"]
     # Masked sampling: every action the agents took was legal.
     assert trained["valid_action_rate"]["mean"] == 1.0
+
+
+def test_team_rewards_give_every_seat_in_play_the_table_mean():
+    reward = jnp.array([[1.0, 0.0, -1.0, 7.0], [2.0, 0.0, 0.0, 0.0]])
+    active = jnp.array([[True, True, True, False], [True, True, False, False]])
+    np.testing.assert_allclose(
+        team_rewards(reward, active), [[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]]
+    )
 
 
 @pytest.fixture(scope="module")

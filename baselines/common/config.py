@@ -76,8 +76,17 @@ class PPOConfig:
     num_epochs: int = 4
     num_minibatches: int = 4
     """Minibatches per epoch; environments (whole time sequences) are split between them."""
+    rewards: Literal["team", "agent"] = "team"
+    """IPPO, MAPPO: what every seat's critic and advantages learn from: the team's reward (the
+    mean over seats in play, the return that evaluation reports) or the seat's own reward
+    (independent learners: on dining they settle on tables where philosophers starve).
+    The group methods choose with `group.returns`."""
 
     def __post_init__(self):
+        require(
+            self.rewards in ("team", "agent"),
+            f"ppo.rewards={self.rewards!r}; choose 'team' or 'agent'",
+        )
         require(self.learning_rate > 0, f"learning_rate={self.learning_rate} must be positive")
         require(0 <= self.gamma <= 1, f"gamma={self.gamma} must lie in [0, 1]")
         require(0 <= self.gae_lambda <= 1, f"gae_lambda={self.gae_lambda} must lie in [0, 1]")
