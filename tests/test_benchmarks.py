@@ -31,6 +31,7 @@ MAIN_CONFIGS = {
     "prompt_throughput": "benchmarks.prompt_throughput:PromptBenchConfig",
     "training_speed": "benchmarks.training_speed:TrainingSpeedConfig",
     "marl_dining": "benchmarks.marl_dining:MarlDiningConfig",
+    "dining_references": "benchmarks.dining_references:DiningReferencesConfig",
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",

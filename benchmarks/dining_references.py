@@ -1,0 +1,231 @@
+"""The dining reference of one setting: every algorithm trained, the best on validation shipped.
+
+Trains each algorithm (several seeds vmapped in one run) on a dining table of `num_agents`
+philosophers under `reward`, picks the checkpoint with the highest validation return across
+algorithms and seeds (each run keeps its best checkpoint per seed, exported for its best seed),
+and replays that policy and every scripted policy on the same held-out test episodes, with a
+Welch test over episodes against each. Writes `dining_reference_{N}_{reward}.json` and the
+learning curves in a fresh folder under `runs/bench/dining_references/`, or, with `--publish`,
+into `benchmarks/results/` and `docs/figures/`, and ships the policy with its card as
+`baselines/pretrained/dining-{N}-{reward}` (`baselines.load("dining-5-shaped")`).
+
+    python -m benchmarks.dining_references --num-agents 5 --reward shaped --num-updates 200
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import tyro
+
+import alemlite
+import baselines
+from alemlite.evaluation import evaluate
+from alemlite.stats import mean_ci, welch_t_test
+from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
+from baselines.common.reporting import to_json
+from baselines.common.trainer import train
+from baselines.train import reference_policies
+from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
+from benchmarks.provenance import begin_run
+
+FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
+PRETRAINED_DIR = Path(baselines.__file__).resolve().parent / "pretrained"
+DINING = alemlite.spec("dining")
+# A reference must beat a scripted policy by this Welch p-value over test episodes.
+SIGNIFICANCE = 0.01
+
+
+@dataclass(frozen=True)
+class DiningReferencesConfig:
+    """Train every algorithm on one dining setting; ship the best on validation seeds."""
+
+    num_agents: int = 5
+    """philosophers at the table (N)"""
+    reward: Literal["shaped", "paper"] = "shaped"
+    algorithms: tuple[str, ...] = ("ippo", "mappo")
+    num_updates: int = 200
+    num_seeds: int = 4
+    num_envs: int = 64
+    num_steps: int = 32
+    test_episodes: int = 512
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    runs_dir: Path = Path("runs/dining_references")
+    """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
+    out: Path | None = None
+    """Results JSON; default: dining_reference_{N}_{reward}.json in a fresh folder under
+    runs/bench/ (benchmarks/results/ with --publish, which also ships the policy)."""
+    publish: bool = False
+    """Write the published results and figures and ship the policy, replacing them."""
+    reuse_runs: bool = False
+    """Collect runs already finished in runs_dir and resume unfinished ones from their
+    checkpoints, instead of refusing a run directory that exists."""
+    allow_dirty: bool = False
+    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
+
+    @property
+    def setting(self) -> str:
+        return f"{self.num_agents}_{self.reward}"
+
+    @property
+    def shipped_name(self) -> str:
+        return f"dining-{self.num_agents}-{self.reward}"
+
+
+def train_config(config: DiningReferencesConfig, algorithm: str, run_dir: Path) -> TrainConfig:
+    return TrainConfig(
+        algorithm=algorithm,
+        env="dining",
+        options=DINING.options(num_agents=config.num_agents, reward=config.reward),
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        num_updates=config.num_updates,
+        updates_per_chunk=10,
+        eval_interval=max(10, config.num_updates // 20 // 10 * 10),
+        num_seeds=config.num_seeds,
+        test_episodes=config.test_episodes,
+        network=config.network,
+        ppo=config.ppo,
+        out=run_dir,
+        # An interrupted run (checkpoints inside) continues where it stopped.
+        resume=any((run_dir / "checkpoints").glob("*")),
+        progress=False,
+    )
+
+
+def compare_on_test_episodes(policy_dir: Path, test_episodes: int, test_seed: int) -> dict:
+    """The shipped policy and every scripted policy on the same test episodes: mean return
+    with its 95% interval over episodes, and the policy's Welch test against each."""
+    policy = baselines.load(str(policy_dir))
+    env = policy.make_env()
+    params = env.default_params
+    learned = evaluate(env, policy.state_policy(env), params, test_episodes, test_seed)
+    returns = np.asarray(learned["episode_return"])
+    mean, low, high = mean_ci(returns)
+    scripted = {}
+    for name, scripted_policy in reference_policies("dining", env).items():
+        theirs = np.asarray(
+            evaluate(env, scripted_policy, params, test_episodes, test_seed)["episode_return"]
+        )
+        t, p = welch_t_test(returns, theirs)
+        scripted[name] = {
+            "return": dict(zip(("mean", "low", "high"), mean_ci(theirs), strict=True)),
+            "welch_t": t,
+            "welch_p": p,
+            "beaten": bool(returns.mean() > theirs.mean() and p < SIGNIFICANCE),
+        }
+    return {
+        "return": {"mean": mean, "low": low, "high": high, "n": int(returns.size)},
+        "scripted": scripted,
+    }
+
+
+def choose(runs: dict[str, dict]) -> tuple[str, int]:
+    """The algorithm and seed whose best checkpoint has the highest validation return."""
+    return max(
+        (
+            (name, seed)
+            for name, summary in runs.items()
+            for seed in range(len(summary["best"]["validation_return_per_seed"]))
+        ),
+        key=lambda pick: runs[pick[0]]["best"]["validation_return_per_seed"][pick[1]],
+    )
+
+
+def card(name: str, results: dict, results_file: str) -> str:
+    """The shipped policy's card: method, budget, seeds, held-out return, every scripted
+    policy on the same test episodes, and where it falls short."""
+    chosen = results["chosen"]
+    run = results["runs"][chosen["algorithm"]]
+    test = results["test"]
+    steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
+    lines = [
+        f"# {name}",
+        "",
+        f"- method: {chosen['algorithm'].upper()}, feed-forward actor "
+        f"{results['config']['network']['num_layers']}x{results['config']['network']['hidden_size']}"
+        f", trained on dining N = {results['config']['num_agents']}, "
+        f"reward {results['config']['reward']}",
+        f"- chosen: the best validation return across {', '.join(results['runs'])} and "
+        f"{run['num_seeds']} seeds each: seed {chosen['seed']}, update {chosen['update']} of "
+        f"{run['num_updates']} ({steps / 1e6:.2f} M agent steps; the run: "
+        f"{run['agent_steps_per_seed'] / 1e6:.2f} M per seed)",
+        f"- held-out return: {format_interval(test['return'])} (95% interval over "
+        f"{test['return']['n']} test episodes from seed {run['test_seed']:,})",
+        f"- every seed of {chosen['algorithm'].upper()}, best checkpoint, on the test episodes: "
+        + ", ".join(f"{value:.2f}" for value in run["best"]["return_per_seed"]),
+        f"- trained with `{results['machine']['command']}` at commit "
+        f"{results['machine']['commit'][:12]}; numbers from `{results_file}`",
+        "",
+        "| scripted policy | return (same test episodes) | Welch p | beaten (p < 0.01) |",
+        "| --- | --- | --- | --- |",
+    ]
+    for policy, summary in test["scripted"].items():
+        lines.append(
+            f"| {policy} | {format_interval(summary['return'])} | {summary['welch_p']:.2g} "
+            f"| {'yes' if summary['beaten'] else 'no'} |"
+        )
+    short = [policy for policy, summary in test["scripted"].items() if not summary["beaten"]]
+    lines += [
+        "",
+        f"Falls short of: {', '.join(short)}." if short else "Beats every scripted policy.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run(config: DiningReferencesConfig) -> dict[str, Any]:
+    run_dirs = {
+        name: config.runs_dir / f"{name}-dining-{config.setting}" for name in config.algorithms
+    }
+    refuse_earlier_runs(run_dirs.values(), config.reuse_runs)
+    results_name = f"dining_reference_{config.setting}.json"
+    out = output_path(config.out, config.publish, RESULTS_DIR / results_name, "dining_references")
+    figures_dir = FIGURES_DIR if config.publish else out.parent / "figures"
+    shipped = PRETRAINED_DIR / config.shipped_name
+    destinations = [out, figures_dir, *([shipped] if config.publish else [])]
+    provenance = begin_run(destinations, config.allow_dirty, config.publish)
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    for name, run_dir in run_dirs.items():
+        if (run_dir / "summary.json").exists():
+            runs[name] = json.loads((run_dir / "summary.json").read_text())
+        else:
+            training = train_config(config, name, run_dir)
+            env = training.make_env()
+            runs[name] = train(training, env, references=reference_policies("dining", env))
+        figure = f"dining-reference-{config.num_agents}-{config.reward}-{name}.png"
+        shutil.copy(run_dir / "learning_curve.png", figures_dir / figure)
+    algorithm, seed = choose(runs)
+    policy_dir = run_dirs[algorithm] / "policy" / "best"
+    description = json.loads((policy_dir / "policy.json").read_text())
+    # Each run exports the best checkpoint of its best seed: the one chosen here.
+    assert description["seed_index"] == seed, (description, seed)
+    results = {
+        "config": {**dataclasses.asdict(config), "out": str(out)},
+        "runs": runs,
+        "chosen": {"algorithm": algorithm, "seed": seed, "update": description["update"]},
+        "test": compare_on_test_episodes(
+            policy_dir, config.test_episodes, runs[algorithm]["test_seed"]
+        ),
+    }
+    results["machine"] = provenance.describe()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_json(results))
+    ship_dir = shipped if config.publish else out.parent / config.shipped_name
+    shutil.rmtree(ship_dir, ignore_errors=True)
+    shutil.copytree(policy_dir, ship_dir)
+    (ship_dir / "CARD.md").write_text(card(config.shipped_name, results, results_name))
+    print((ship_dir / "CARD.md").read_text())
+    print(f"wrote {out} and {ship_dir}")
+    return results
+
+
+if __name__ == "__main__":
+    run(tyro.cli(DiningReferencesConfig))
