@@ -27,6 +27,18 @@ as a refusal would, and the request is asked again. A server's refusal is rememb
 the rest of the run, so a refused mode is not tried again every turn; each completion says
 in `mode` how it was asked.
 
+Dialects: every request sends `model`, `messages`, the token budget (as `max_tokens`, or
+`max_completion_tokens` where `token_field` says so), `temperature` unless it is None, the
+seed if given, and `request_fields` as given (`top_p`, `stop`, `reasoning_effort`,
+`chat_template_kwargs`, any other JSON). A server that refuses one of those optional fields
+by name (a 400 or 422 saying it is unsupported, unknown or not permitted, as OpenAI's
+reasoning models answer "Unsupported parameter: 'max_tokens' ... use
+'max_completion_tokens'") is asked again without it, once per field and server: the token
+budget moves to the other field name, any other field is left out; a note says so.
+
+Requests go through a lean HTTP client (`llm_bridge.clients.http`) in the OpenAI wire
+format; the SDK is not on the hot path (its request transform alone cost ~15 ms a request).
+
 Reasoning models: a separate reasoning part (`message.reasoning_content`, or `reasoning`
 in newer vLLM) comes back in `Completion.reasoning`, and `finish_reason == "length"` (the
 `max_tokens` budget ran out) in `Completion.cut_off`.
@@ -40,16 +52,16 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import openai
 
 from alemlite.core.errors import require
 from llm_bridge.clients.base import ChatMessages, Completion, ModelServerError, without_userinfo
+from llm_bridge.clients.http import ConnectionFailed, HTTPClient
 
 # Statuses worth another attempt (as the openai client's own policy): request timeout,
 # conflict, rate limit, and every 5xx.
@@ -69,6 +81,15 @@ _MODE_FIELDS = {
     "constrained:json_schema": ("response_format", "json_schema"),
     "constrained:json_object": ("response_format", "json_object"),
 }
+TOKEN_FIELDS = ("max_tokens", "max_completion_tokens")
+# The fields every request carries and none may drop.
+_REQUIRED_FIELDS = ("model", "messages")
+# Words of a refusal of a field itself (not of its value being too large, say): OpenAI's
+# "Unsupported parameter"/"Unsupported value", pydantic's "Extra inputs are not permitted".
+_REFUSAL_WORDS = re.compile(
+    r"unsupported|not supported|does not support|unknown|unrecognized|not permitted|not allowed"
+    r"|extra inputs|extra fields"
+)
 
 
 class BackendUnreachable(ModelServerError):
@@ -80,6 +101,17 @@ class NotACompletion(Exception):
     `choices`): no answer, so the request failed and is asked again."""
 
 
+class StatusError(Exception):
+    """A server answered with an HTTP error status."""
+
+    def __init__(self, status_code: int, message: str, url: str, retry_after: str | None):
+        super().__init__(f"{status_code}: {message}")
+        self.status_code = status_code
+        self.message = message  # the server's own words, on one line
+        self.url = url  # without user info
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class OpenAIConfig:
     """How to reach and sample an OpenAI-compatible chat model."""
@@ -87,9 +119,12 @@ class OpenAIConfig:
     model: str = "Qwen/Qwen2.5-7B-Instruct"
     base_urls: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
     api_key_env: str = "OPENAI_API_KEY"  # local servers accept any key; "EMPTY" if unset
-    temperature: float = 0.0
+    temperature: float | None = 0.0  # None: not sent (models that take only their default)
     max_tokens: int = 256
+    token_field: str = "max_tokens"  # or max_completion_tokens (OpenAI's reasoning models)
     seed: int | None = None  # sampling seed sent with every request, where the server honours it
+    request_fields: dict[str, Any] = field(default_factory=dict)
+    """more fields of every request body as given (top_p, stop, reasoning_effort, ...)"""
     concurrency: int = 64
     timeout_s: float = 120.0
     max_retries: int = 6
@@ -102,8 +137,18 @@ class OpenAIConfig:
         require(self.max_retries >= 0, f"max_retries={self.max_retries} must be 0 or more")
         require(self.max_tokens >= 1, f"max_tokens={self.max_tokens} must be at least 1")
         require(
-            math.isfinite(self.temperature) and self.temperature >= 0,
+            self.temperature is None or (math.isfinite(self.temperature) and self.temperature >= 0),
             f"temperature={self.temperature} must be a finite number >= 0",
+        )
+        require(
+            self.token_field in TOKEN_FIELDS,
+            f"token_field={self.token_field!r} must be one of: {', '.join(TOKEN_FIELDS)}",
+        )
+        clash = sorted(set(self.request_fields) & {*_REQUIRED_FIELDS, *TOKEN_FIELDS})
+        require(
+            not clash,
+            f"request_fields set {', '.join(clash)}, which the backend sends itself; use "
+            "--model, --max-tokens and --token-field",
         )
         for name in ("timeout_s", "backoff_max_s"):
             value = getattr(self, name)
@@ -116,7 +161,7 @@ class OpenAIBackend:
         self.config = config
         self.name = config.model
         self._api_key = os.environ.get(config.api_key_env) or "EMPTY"
-        self._clients: dict[str, openai.AsyncOpenAI] = {}
+        self._clients: dict[str, HTTPClient] = {}
         self._in_flight = dict.fromkeys(config.base_urls, 0)
         # How a server is named in transcripts, notes and errors: without its credentials.
         self._shown = {url: without_userinfo(url) for url in config.base_urls}
@@ -124,15 +169,18 @@ class OpenAIBackend:
         self._next = 0
         # The constrained mode each server takes: the first it has not refused.
         self._modes = dict.fromkeys(config.base_urls, STEP_DOWN[0])
+        # The optional fields each server is sent, as it has not refused them.
+        fields: dict[str, Any] = {config.token_field: config.max_tokens}
+        if config.temperature is not None:
+            fields["temperature"] = config.temperature
+        fields.update(config.request_fields)
+        self._fields = {url: dict(fields) for url in config.base_urls}
+        self._stepped: dict[str, set[str]] = {url: set() for url in config.base_urls}
 
-    def _client(self, base_url: str) -> openai.AsyncOpenAI:
-        # Built lazily, inside the running event loop that will use it.
+    def _client(self, base_url: str) -> HTTPClient:
         if base_url not in self._clients:
-            self._clients[base_url] = openai.AsyncOpenAI(
-                base_url=base_url,
-                api_key=self._api_key,
-                timeout=self.config.timeout_s,
-                max_retries=0,  # retries are ours, so that they are counted
+            self._clients[base_url] = HTTPClient(
+                base_url, {"Authorization": f"Bearer {self._api_key}"}, self.config.timeout_s
             )
         return self._clients[base_url]
 
@@ -145,18 +193,16 @@ class OpenAIBackend:
     async def check(self) -> None:
         for base_url in self.config.base_urls:
             try:
-                await self._client(base_url).with_options(timeout=10.0).models.list()
-            except (openai.APIConnectionError, openai.APITimeoutError) as error:
+                response = await self._client(base_url).request("GET", "/models", timeout_s=10.0)
+            except ConnectionFailed as error:
                 raise BackendUnreachable(
                     f"no OpenAI-compatible server answers at {self._shown[base_url]} "
                     f"({without_userinfo(str(error))}). Start one "
                     f"(e.g. `vllm serve {self.config.model} --port 8000`) and pass its URL "
                     "ending in /v1 as --base-url"
                 ) from error
-            except openai.AuthenticationError as error:
-                raise self._refused(error) from error
-            except openai.APIStatusError:
-                pass  # reachable; some servers do not list models
+            if response.status == 401:  # other statuses: reachable; some list no models
+                raise self._refused(_status_error(response, self._shown[base_url] + "/models"))
 
     async def check_images(self) -> None:
         """The server decides: one that cannot read images refuses the first request (4xx)."""
@@ -178,7 +224,7 @@ class OpenAIBackend:
                 started = time.perf_counter()
                 try:
                     response, mode = await self._create(base_url, messages, seed, choices)
-                except openai.APIStatusError as error:
+                except StatusError as error:
                     retried = error.status_code >= 500 or error.status_code in _RETRIED_STATUSES
                     if not retried and error.status_code >= 400:
                         raise self._refused(error) from error
@@ -190,15 +236,8 @@ class OpenAIBackend:
                             server=self._shown[base_url],
                         )
                     failure: Exception = error
-                except (openai.APIConnectionError, NotACompletion) as error:  # timeouts too
+                except (ConnectionFailed, NotACompletion) as error:  # timeouts too
                     failure = error
-                except openai.OpenAIError as error:
-                    return Completion(
-                        text="",
-                        attempts=attempt,
-                        error=_describe(error),
-                        server=self._shown[base_url],
-                    )
                 else:
                     latency = time.perf_counter() - started
                     return _completion(response, latency, attempt, self._shown[base_url], mode)
@@ -218,52 +257,79 @@ class OpenAIBackend:
         messages: ChatMessages,
         seed: int | None,
         choices: Sequence[str] | None,
-    ) -> tuple[Any, str]:
-        """The server's response and the mode it was asked in, stepping down the constrained
-        modes this server refuses (a refusal is no failed attempt: nothing was answered).
-        Raises `NotACompletion` for a body that is no chat completion."""
+    ) -> tuple[dict[str, Any], str]:
+        """The server's completion and the mode it was asked in, stepping down the constrained
+        modes and optional fields this server refuses (a refusal is no failed attempt: nothing
+        was answered). Raises `NotACompletion` for a body that is no chat completion."""
         while True:
             mode = self._modes[base_url] if choices else "free"
-            try:
-                raw = await self._client(base_url).chat.completions.with_raw_response.create(
-                    model=self.config.model,
-                    messages=messages,
-                    temperature=self.config.temperature,
-                    max_tokens=self.config.max_tokens,
-                    **({"seed": seed} if seed is not None else {}),
-                    **_constraint(mode, choices or ()),
-                )
-            except openai.APIStatusError as error:
-                if not _refuses_mode(error, mode):
-                    raise
-                why = f"refused {mode} ({error.status_code}: {_server_message(error)[:120]})"
-                self._step_down(base_url, mode, why)
-                continue
-            # The client hands back a non-JSON body as a string, and JSON without `choices`
-            # as a completion without them, raising nothing: neither is an answer.
-            response = raw.parse()
-            if not _answers(response):
-                raise NotACompletion(
-                    f"HTTP {raw.status_code} with a body that is no chat completion: "
-                    f"{raw.content[:120].decode(errors='replace')!r}"
-                )
-            if mode != "free" and _ignored(response, mode, choices or ()):
+            stepped = self._stepped[base_url]
+            body = {
+                "model": self.config.model,
+                "messages": messages,
+                **({"seed": seed} if seed is not None and "seed" not in stepped else {}),
+                **self._fields[base_url],
+                **_constraint(mode, choices or ()),
+            }
+            response = await self._client(base_url).request(
+                "POST", "/chat/completions", json.dumps(body).encode()
+            )
+            if response.status >= 300:
+                error = _status_error(response, self._shown[base_url] + "/chat/completions")
+                if _refuses_mode(error, mode):
+                    why = f"refused {mode} ({error.status_code}: {error.message[:120]})"
+                    self._step_down(base_url, mode, why)
+                    continue
+                if self._drop_refused_field(base_url, error, body):
+                    continue
+                raise error
+            completion = _parsed(response)
+            if mode != "free" and _ignored(completion, mode, choices or ()):
                 self._step_down(base_url, mode, f"ignored {mode} (answered outside the choices)")
                 continue
-            return response, mode
+            return completion, mode
 
     def _step_down(self, base_url: str, refused: str, why: str) -> None:
         if self._modes[base_url] != refused:
             return  # a concurrent request already stepped down past it
         following = STEP_DOWN[STEP_DOWN.index(refused) + 1]
         self._modes[base_url] = following
-        print(
-            f"note: {self._shown[base_url]} {why}; asking it {following} from now on",
-            file=sys.stderr,
-            flush=True,
-        )
+        _note(f"{self._shown[base_url]} {why}; asking it {following} from now on")
 
-    def _refused(self, error: openai.APIStatusError) -> ModelServerError:
+    def _drop_refused_field(self, base_url: str, error: StatusError, sent: dict) -> bool:
+        """Whether the server refused an optional field of the request by name, which is then
+        no longer sent to it (the token budget moves to the other name); once per field."""
+        if not _refuses_a_field(error):
+            return False
+        message = error.message.lower()
+        named = [
+            name
+            for name in sent
+            if name not in _REQUIRED_FIELDS and re.search(rf"(?<![\w.]){name}(?!\w)", message)
+        ]
+        fields, stepped = self._fields[base_url], self._stepped[base_url]
+        for name in named:
+            if name in stepped:
+                if name not in fields:
+                    return True  # a concurrent request's refusal already left it out
+                continue  # refused under both names: nothing left to step down
+            stepped.add(name)
+            if name in TOKEN_FIELDS:
+                other = TOKEN_FIELDS[1 - TOKEN_FIELDS.index(name)]
+                stepped.add(other)
+                fields[other] = fields.pop(name)
+                change = f"sending the token budget as {other}"
+            else:
+                fields.pop(name, None)
+                change = f"leaving {name} out"
+            _note(
+                f"{self._shown[base_url]} refused {name} ({error.status_code}: "
+                f"{error.message[:120]}); {change} from now on"
+            )
+            return True
+        return False
+
+    def _refused(self, error: StatusError) -> ModelServerError:
         status = error.status_code
         hint = {
             401: f"set ${self.config.api_key_env} to a key the server accepts (--api-key-env)",
@@ -271,14 +337,13 @@ class OpenAIBackend:
             404: "check --model against the server's model list and --base-url (ending in /v1)",
         }.get(status, "check --model, --max-tokens and the prompt length (--history)")
         return ModelServerError(
-            f"the model server at {without_userinfo(str(error.request.url))} answered {status} "
-            f"for model {self.config.model!r}: {_server_message(error)}; {hint}"
+            f"the model server at {error.url} answered {status} "
+            f"for model {self.config.model!r}: {error.message}; {hint}"
         )
 
     def _backoff(self, attempt: int, error: Exception) -> float:
         delay = self.config.backoff_s * 2 ** (attempt - 1)
-        response = getattr(error, "response", None)
-        retry_after = response.headers.get("retry-after") if response is not None else None
+        retry_after = getattr(error, "retry_after", None)
         if retry_after is not None:
             with contextlib.suppress(ValueError):  # an HTTP date keeps the exponential delay
                 delay = max(delay, float(retry_after))
@@ -290,26 +355,49 @@ class OpenAIBackend:
         self._clients.clear()
 
 
+def _note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr, flush=True)
+
+
 def _describe(error: Exception) -> str:
     status = getattr(error, "status_code", None)
     text = f"{type(error).__name__}{f' {status}' if status else ''}: {error}"
     return without_userinfo(text)[:300]
 
 
-def _server_message(error: openai.APIStatusError) -> str:
-    """The server's own words, on one line."""
-    body = error.body
+def _status_error(response: Any, url: str) -> StatusError:
+    """The error of an answer with an error status, with the server's own words on one line."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
     if isinstance(body, dict):
-        body = body.get("message") or body.get("detail") or body
-    text = str(body) if body else error.response.text
-    return " ".join(text.split())[:300] or "(no message)"
+        inner = body.get("error", body)
+        body = (inner.get("message") or inner.get("detail")) if isinstance(inner, dict) else inner
+        body = body or inner
+    text = " ".join((str(body) if body else response.text).split())[:300] or "(no message)"
+    return StatusError(response.status, text, url, response.headers.get("retry-after"))
+
+
+def _parsed(response: Any) -> dict[str, Any]:
+    """The chat completion of a 2xx answer; raises `NotACompletion` for any other body."""
+    try:
+        completion = response.json()
+    except ValueError:
+        completion = None
+    if not _answers(completion):
+        raise NotACompletion(
+            f"HTTP {response.status} with a body that is no chat completion: "
+            f"{response.body[:120].decode(errors='replace')!r}"
+        )
+    return completion
 
 
 def _constraint(mode: str, choices: Sequence[str]) -> dict[str, Any]:
     """The request fields that restrict the reply to one of `choices` in `mode`."""
     names = list(choices)
     if mode == "constrained:guided_choice":
-        return {"extra_body": {"guided_choice": names, "structured_outputs": {"choice": names}}}
+        return {"guided_choice": names, "structured_outputs": {"choice": names}}
     schema = {
         "type": "object",
         "properties": {"action": {"type": "string", "enum": names}},
@@ -328,20 +416,27 @@ def _constraint(mode: str, choices: Sequence[str]) -> dict[str, Any]:
     return {}
 
 
-def _answers(response: Any) -> bool:
-    """Whether `response` is a chat completion with a message to read (its content may be
+def _answers(completion: Any) -> bool:
+    """Whether `completion` is a chat completion with a message to read (its content may be
     empty: a reasoning model cut off by the token budget)."""
-    answers = getattr(response, "choices", None)
-    return bool(answers) and getattr(answers[0], "message", None) is not None
+    if not isinstance(completion, dict):
+        return False
+    answers = completion.get("choices")
+    return (
+        isinstance(answers, list)
+        and bool(answers)
+        and isinstance(answers[0], dict)
+        and isinstance(answers[0].get("message"), dict)
+    )
 
 
-def _ignored(response: Any, mode: str, choices: Sequence[str]) -> bool:
+def _ignored(completion: dict[str, Any], mode: str, choices: Sequence[str]) -> bool:
     """A complete constrained reply that is not one of `choices` (or their JSON): the server
     answered without the constraint it was sent."""
-    answer = response.choices[0]
-    if getattr(answer, "finish_reason", None) == "length":
+    answer = completion["choices"][0]
+    if answer.get("finish_reason") == "length":
         return False
-    text = (getattr(answer.message, "content", None) or "").strip()
+    text = (answer["message"].get("content") or "").strip()
     if mode == "constrained:guided_choice":
         return text not in choices
     try:
@@ -350,32 +445,44 @@ def _ignored(response: Any, mode: str, choices: Sequence[str]) -> bool:
         return True
 
 
-def _refuses_mode(error: openai.APIStatusError, mode: str) -> bool:
-    """A 4xx that names the field `mode` sent: the server does not support that mode."""
-    if mode == "free" or error.status_code in (401, 403, 404, *_RETRIED_STATUSES):
+def _is_refusal(error: StatusError) -> bool:
+    """A 4xx other than auth, not-found and the retried ones, or llama.cpp's Python server's
+    500 "validation error" for a request its schema refuses."""
+    status = error.status_code
+    if status in (401, 403, 404, *_RETRIED_STATUSES):
         return False
-    message = _server_message(error).lower()
-    # llama.cpp's Python server answers a request its schema refuses with a 500.
-    validation = error.status_code == 500 and "validation error" in message
-    if not (400 <= error.status_code < 500 or validation):
+    validation = status == 500 and "validation error" in error.message.lower()
+    return 400 <= status < 500 or validation
+
+
+def _refuses_mode(error: StatusError, mode: str) -> bool:
+    """A refusal that names the field `mode` sent: the server does not support that mode."""
+    if mode == "free" or not _is_refusal(error):
         return False
+    message = error.message.lower()
     return any(word in message for word in _MODE_FIELDS[mode])
 
 
-def _completion(response, latency_s: float, attempts: int, server: str, mode: str) -> Completion:
-    answer = response.choices[0]
-    message = answer.message
-    usage = getattr(response, "usage", None)
+def _refuses_a_field(error: StatusError) -> bool:
+    return _is_refusal(error) and bool(_REFUSAL_WORDS.search(error.message.lower()))
+
+
+def _completion(
+    completion: dict[str, Any], latency_s: float, attempts: int, server: str, mode: str
+) -> Completion:
+    answer = completion["choices"][0]
+    message = answer["message"]
+    usage = completion.get("usage") or {}
     # vLLM's reasoning parsers answer `reasoning_content`; newer versions `reasoning`.
-    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
     return Completion(
-        text=getattr(message, "content", None) or "",
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        text=message.get("content") or "",
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
         latency_s=latency_s,
         attempts=attempts,
         server=server,
         reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
-        cut_off=getattr(answer, "finish_reason", None) == "length",
+        cut_off=answer.get("finish_reason") == "length",
         mode=mode,
     )
