@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from alemlite.core.errors import ConfigError
+from alemlite.outputs import writable_folder
 
 
 class FolderBusy(ConfigError):
@@ -28,8 +29,7 @@ class FolderBusy(ConfigError):
 def hold_folder(folder: Path, lock_name: str, user: str, flag: str) -> Iterator[None]:
     """Hold `folder/lock_name` for the block; refuse, naming the holder, when another `user`
     (e.g. "training run") holds it, and point at `flag` (the option that picks the folder)."""
-    path = Path(folder) / lock_name
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = writable_folder(folder, flag) / lock_name
     while True:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -29,6 +29,7 @@ from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions, EnvSpec
 from alemlite.evaluation import check_episode_seeds
 from alemlite.evaluation import evaluate as evaluate_policy
+from alemlite.outputs import writable_folder
 from alemlite.report import format_table, report_path, write_report
 from baselines.seats import Seat, parse_seat, team_policy, team_seats
 from llm_bridge.gap.config import GapConfig
@@ -131,6 +132,7 @@ def _compiled(config: EvalConfig, env_spec: EnvSpec, team: tuple[str, ...]) -> d
         f"ablation={' '.join(config.prompt.ablation)} sweeps prompt switches, which only llm "
         "seats read; add an llm seat to --team or drop --ablation",
     )
+    out = writable_folder(REPORTS if config.out is None else config.out)  # before any episode
     env = env_spec.build(config.options)
     seats = team_seats(team, env.num_agents)
     shard = _shard(config)
@@ -152,7 +154,7 @@ def _compiled(config: EvalConfig, env_spec: EnvSpec, team: tuple[str, ...]) -> d
     if shard is not None:  # the merged report takes the unsharded run's name and settings
         settings.update(first_episode=played.start, shard=shard.describe(config.episodes))
         label += f"_{shard.label}"
-    path = report_path(REPORTS if config.out is None else config.out, label, settings)
+    path = report_path(out, label, settings)
     summary = write_report(path, settings, episodes)
     names = ", ".join(dict.fromkeys(seat.name for seat in seats))
     print(format_table(summary, f"{config.env} {config.options.describe()}, team={names}"))

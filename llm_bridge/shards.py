@@ -29,6 +29,7 @@ import numpy as np
 import tyro
 
 from alemlite.core.errors import ConfigError, require
+from alemlite.outputs import writable_folder
 from alemlite.report import format_table, report_path
 from alemlite.stats import summarise
 from llm_bridge.transcripts import write_file
@@ -346,11 +347,14 @@ def merge_shards(paths: Sequence[Path], out: Path) -> dict[str, dict[str, Any]]:
             f"{paths[0]} holds the runs {names} and {path} holds {list(files)}; merge the "
             "shards of one command (same --ablation)",
         )
-    merged = {}
+    runs = {}
     for name in names:
         parts = [_read(files[name]) for files in found]
         _check_one_run(parts)
-        parts.sort(key=lambda part: part.played.start)
+        runs[name] = sorted(parts, key=lambda part: part.played.start)
+    writable_folder(out)  # once the shards are found to merge, before anything is written
+    merged = {}
+    for name, parts in runs.items():
         target = out / name if name else out
         merged[name] = (
             _merge_llm_run(parts, target) if parts[0].is_llm_run else _merge_report(parts, target)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from alemlite.core.errors import ConfigError
+from alemlite.outputs import OutputWriteError
 from llm_bridge.clients.base import Completion
 
 TurnKey = tuple[int, int, int, str]  # (episode, step, seat, prompt digest)
@@ -40,10 +41,6 @@ TurnKey = tuple[int, int, int, str]  # (episode, step, seat, prompt digest)
 
 class TranscriptMismatch(ConfigError):
     """The transcript on disk was written by a run with a different configuration."""
-
-
-class OutputWriteError(ConfigError):
-    """The run's files could not be written (e.g. the disk is full)."""
 
 
 def prompt_digest(prompt: Sequence[dict[str, str]]) -> str:

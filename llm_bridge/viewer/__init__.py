@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from tyro.conf import Positional
 
 from alemlite.core.errors import require
+from alemlite.outputs import writable_folder
 from llm_bridge.viewer.page import (
     episode_data,
     episode_page,
@@ -60,7 +61,7 @@ def view(config: ViewConfig) -> Path:
     )
     replayer = Replayer(records, lambda frame: png_data_uri(frame, config.frame_px))
     out = config.run_dir / "view" if config.out is None else config.out
-    out.mkdir(parents=True, exist_ok=True)
+    writable_folder(out)
     names = replayer.env.action_names
     headline = [*replayer.spec.metrics, "episode_return", "episode_length"]
     rows, episodes = [], []
