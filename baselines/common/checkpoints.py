@@ -15,7 +15,9 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,15 +60,30 @@ class RunCheckpoints:
         return self._opened
 
     def save(self, update: int, state: Any, meta: dict[str, Any]) -> None:
-        self._manager.save(
-            update,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)
-            ),
-        )
-        self._manager.wait_until_finished()
+        """Save the checkpoint of `update`. A save that fails (a full disk) leaves nothing of
+        it behind, so that a resume never takes part of it for a checkpoint."""
+        try:
+            with _errors_held():
+                self._manager.save(
+                    update,
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)
+                    ),
+                )
+                self._manager.wait_until_finished()
+            if jax.process_index() == 0:
+                _write_digest(self.directory / str(update))
+        except Exception:
+            self._discard(update)
+            raise
+
+    def _discard(self, update: int) -> None:
+        """Remove what a failed save of `update` wrote, and end the manager's threads."""
+        with contextlib.suppress(Exception), _errors_held():
+            self.close()
         if jax.process_index() == 0:
-            _write_digest(self.directory / str(update))
+            for path in [self.directory / str(update), *self.directory.glob(f"{update}.*-tmp*")]:
+                shutil.rmtree(path, ignore_errors=True)
 
     def latest_update(self) -> int | None:
         return self._manager.latest_step()
@@ -173,6 +190,29 @@ class RunCheckpoints:
                 f"{target} and resuming from update {resumed}"
             )
         return notes
+
+
+@contextlib.contextmanager
+def _errors_held() -> Iterator[None]:
+    """Hold the errors orbax logs while the block runs: its threads log each failed write
+    with a traceback before the save raises it, which the run then says in one line. When
+    the block succeeds they are logged after all."""
+    logger = logging.getLogger("absl")  # orbax logs through absl
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            held.append(record)
+            return False
+        return True
+
+    logger.addFilter(hold)
+    try:
+        yield
+    finally:
+        logger.removeFilter(hold)
+    for record in held:
+        logger.handle(record)
 
 
 def _sha256(path: Path) -> str:

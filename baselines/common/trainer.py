@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
 from alemlite.evaluation import Policy, evaluate
+from alemlite.outputs import is_write_failure, writable_folder, write_failure
 from baselines.common import distributed
 from baselines.common.algorithm import Algorithm, Runner
 from baselines.common.checkpoints import RunCheckpoints, env_record, export_policy, run_lock
@@ -172,11 +173,20 @@ def train(
     """
     distributed.initialise(config.distributed)
     env = env or config.make_env()
-    run_dir = config.output_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = writable_folder(config.output_dir)  # before anything compiles
     lock = run_lock(run_dir) if jax.process_index() == 0 else contextlib.nullcontext()
     with lock:
-        return _train(config, env, references, reference_summaries)
+        try:
+            return _train(config, env, references, reference_summaries)
+        except OSError as error:
+            if not is_write_failure(error):
+                raise
+            raise write_failure(
+                run_dir,
+                error,
+                "its metrics and every whole checkpoint are kept: free space and rerun it with "
+                "--resume to continue from the last checkpoint",
+            ) from error
 
 
 def _train(config, env, references, reference_summaries) -> dict[str, Any]:
