@@ -8,8 +8,12 @@ environment is covered without a line here.
 """
 
 import dataclasses
+import functools
 import re
+from collections.abc import Callable
+from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,44 +34,66 @@ def small_options(name: str):
     return dataclasses.replace(options, max_steps=MAX_STEPS)
 
 
-@pytest.fixture(scope="module", params=ENVIRONMENTS)
-def rollout(request):
-    """A jitted, vmapped rollout with random legal actions, run twice from one key."""
-    env = LogWrapper(alemlite.spec(request.param).build(small_options(request.param)))
+@dataclasses.dataclass(frozen=True)
+class ContractProgram:
+    """An environment's contract rollout as a reset and a step, left unjitted so that a
+    test can run them with and without jit. They are built once per environment: jitting
+    the same function again reuses its compiled program instead of compiling anew."""
+
+    env: LogWrapper
+    reset: Callable[[jax.Array], tuple[Any, Any]]
+    step: Callable[[tuple[Any, Any], jax.Array], tuple[tuple[Any, Any], dict[str, Any]]]
+
+
+@functools.cache
+def contract_program(name: str) -> ContractProgram:
+    """Random legal actions over NUM_ENVS vmapped copies of the small instance."""
+    env = LogWrapper(alemlite.spec(name).build(small_options(name)))
     vec = VecEnv(env, num_envs=NUM_ENVS)
     params = env.default_params
 
-    def run(key):
-        obs, state = vec.reset(key, params)
+    def reset(key: jax.Array) -> tuple[Any, Any]:
+        return vec.reset(key, params)
 
-        def one_step(carry, step_key):
-            obs, state = carry
-            action_key, env_key = jax.random.split(step_key)
-            mask = vec.action_mask(state, params)
-            actions = jax.random.categorical(action_key, jnp.where(mask, 0.0, -jnp.inf))
-            obs, state, reward, done, info = vec.step(env_key, state, actions, params)
-            record = {
-                "obs": obs,
-                "mask": mask,
-                "actions": actions,
-                "reward": reward,
-                "done": done,
-                "terminated": info["terminated"],
-                "truncated": info["truncated"],
-                "global_state": vec.global_state(state, params),
-                "metrics": info["episode_metrics"],
-            }
-            return (obs, state), record
+    def step(carry: tuple[Any, Any], step_key: jax.Array):
+        obs, state = carry
+        action_key, env_key = jax.random.split(step_key)
+        mask = vec.action_mask(state, params)
+        actions = jax.random.categorical(action_key, jnp.where(mask, 0.0, -jnp.inf))
+        obs, state, reward, done, info = vec.step(env_key, state, actions, params)
+        record = {
+            "obs": obs,
+            "mask": mask,
+            "actions": actions,
+            "reward": reward,
+            "done": done,
+            "terminated": info["terminated"],
+            "truncated": info["truncated"],
+            "global_state": vec.global_state(state, params),
+            "metrics": info["episode_metrics"],
+        }
+        return (obs, state), record
 
-        keys = jax.random.split(key, NUM_STEPS)
-        (_, state), records = jax.lax.scan(one_step, (obs, state), keys)
-        return obs, records
+    return ContractProgram(env, reset, step)
 
-    compiled = jax.jit(run)
-    first = jax.device_get(compiled(jax.random.PRNGKey(0)))
-    again = jax.device_get(compiled(jax.random.PRNGKey(0)))
-    other = jax.device_get(compiled(jax.random.PRNGKey(1)))
-    return env, first, again, other
+
+def play(reset: Callable, step: Callable, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """The observation after reset and the records of NUM_STEPS steps, stacked."""
+    key = jax.random.PRNGKey(seed)
+    carry = reset(key)
+    obs, records = carry[0], []
+    for step_key in jax.random.split(key, NUM_STEPS):
+        carry, record = step(carry, step_key)
+        records.append(record)
+    return jax.device_get((obs, jax.tree.map(lambda *steps: np.stack(steps), *records)))
+
+
+@pytest.fixture(scope="module", params=ENVIRONMENTS)
+def rollout(request):
+    """A jitted, vmapped rollout with random legal actions, run twice from one key."""
+    program = contract_program(request.param)
+    reset, step = jax.jit(program.reset), jax.jit(program.step)
+    return program.env, play(reset, step, 0), play(reset, step, 0), play(reset, step, 1)
 
 
 def test_shapes_and_dtypes(rollout):
@@ -110,10 +136,29 @@ def test_values_are_finite(rollout):
 
 def test_deterministic_from_the_key(rollout):
     _, first, again, other = rollout
-    jax.tree.map(np.testing.assert_array_equal, first, again)
+    chex.assert_trees_all_equal(first, again)
     leaves_first = jax.tree.leaves(first)
     leaves_other = jax.tree.leaves(other)
     assert any(not np.array_equal(a, b) for a, b in zip(leaves_first, leaves_other, strict=True))
+
+
+# Without jit every operation compiles on its own and control flow (cond, scan) retraces
+# on every call: Craft's rollout then takes minutes on two cores, the others seconds.
+TOO_SLOW_WITHOUT_JIT = {"craft"}
+
+
+class TestJitAndEager(chex.TestCase):
+    """Stepped without jit, an environment's rollout equals the jitted one. The jitted
+    variant jits the functions the fixture jitted, so it reuses their compiled programs."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_the_rollout_is_the_same_with_and_without_jit(self):
+        for name in sorted(set(ENVIRONMENTS) - TOO_SLOW_WITHOUT_JIT):
+            program = contract_program(name)
+            jitted = play(jax.jit(program.reset), jax.jit(program.step), 0)
+            variant = play(self.variant(program.reset), self.variant(program.step), 0)
+            # Fused and unfused float operations may round a last bit apart.
+            chex.assert_trees_all_close(variant, jitted, rtol=1e-6, atol=1e-7)
 
 
 def test_jaxmarl_adapter_round_trip(rollout):
