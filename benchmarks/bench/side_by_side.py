@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from tqdm import tqdm
@@ -20,8 +20,18 @@ from tqdm import tqdm
 from alemlite.core.spec import EnvOptions
 from benchmarks.peers.table import Peer, PeerRun
 
-if TYPE_CHECKING:
-    from benchmarks.bench.throughput import ThroughputOptions
+
+class SweepSettings(Protocol):
+    """What the side-by-side timing reads of the engine's options (`ThroughputOptions`)."""
+
+    peer_envs: tuple[int, ...]
+    ratio_envs: int
+    ratio_rounds: int
+    peer_stop_gain: float
+    steps_per_call: int
+    peer_steps: int
+    repeats: int
+
 
 # alemlite's hashed-action row at a batch size
 TimeOurs = Callable[[int], dict[str, Any]]
@@ -30,7 +40,7 @@ TimeOurs = Callable[[int], dict[str, Any]]
 def side_by_side(
     time_ours: TimeOurs,
     options: EnvOptions,
-    config: ThroughputOptions,
+    config: SweepSettings,
     peers: Sequence[tuple[Peer, Path | None]],
 ) -> list[dict[str, Any]]:
     """Rows of alemlite (`"peer": "alemlite"`) and of every peer, each with its `round`.
@@ -76,7 +86,7 @@ def side_by_side(
 def _round(
     time_ours: TimeOurs,
     options: EnvOptions,
-    config: ThroughputOptions,
+    config: SweepSettings,
     num_envs: int,
     peers: Sequence[tuple[Peer, Path | None]],
     round_index: int,
