@@ -41,8 +41,7 @@ import json
 import math
 import sys
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,29 +54,31 @@ from tqdm.auto import tqdm
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
 from alemlite.core.prompting import PromptBuilder, PromptOptions
-from alemlite.evaluation import episode_keys, seat_policies, step_keys
+from alemlite.evaluation import episode_keys
 from alemlite.folder_lock import hold_folder
 from alemlite.report import fingerprint, format_table
 from alemlite.stats import summarise
-from llm_bridge.agents import Agent, LLMAgent, PolicyAgent
-from llm_bridge.clients.base import OUTPUT_MODES, ChatMessages, Completion
+from llm_bridge.agents import Agent, LLMAgent
+from llm_bridge.clients.base import OUTPUT_MODES, ChatMessages
 from llm_bridge.history import History
 from llm_bridge.images import OBSERVATIONS, Observation, user_content
-from llm_bridge.parse import PARSE_METHODS, ActionParser, ParsedReply, split_reasoning
+from llm_bridge.parse import ActionParser, ParsedReply, split_reasoning
+from llm_bridge.program import AgentRenderer, batch_program
 from llm_bridge.transcripts import (
     Transcript,
     prompt_digest,
     set_aside,
     write_file,
 )
+from llm_bridge.usage import Turn, Usage
+from llm_bridge.usage import headline as _headline  # (llm_bridge.shards imports these two)
+from llm_bridge.usage import usage_table as _usage_table
 
 RUN_FILES = ("transcript.jsonl", "transcript.jsonl.torn", "summary.json", "summary.txt")
 CONSTRAINED_NOTE = (
     "In this run the model server restricts each reply to one of the legal action names: "
     "answer with the action alone, without tags or messages."
 )
-# render_agent_rgb(env, state, params, agent) -> (H, W, 3) uint8, jittable (the env's spec)
-AgentRenderer = Callable[[Environment, Any, Any, Any], Any]
 
 
 class InvalidRun(ConfigError):
@@ -131,167 +132,6 @@ class RunConfig:
         for name in ("input_price_per_mtok", "output_price_per_mtok"):
             value = getattr(self, name)
             require(math.isfinite(value) and value >= 0, f"{name}={value} must be a number >= 0")
-
-
-@dataclass
-class _Turn:
-    episode: int
-    seat: int
-    user_content: Any  # the user message's content: text, or text and image parts
-    completion: Completion
-    reasoning: str | None
-    reply: ParsedReply
-
-
-@dataclass
-class _Usage:
-    """Accounting over the LLM turns of the run (per episode where it becomes a metric)."""
-
-    num_episodes: int
-    turns: np.ndarray = dataclasses.field(init=False)
-    parsed: np.ndarray = dataclasses.field(init=False)
-    failed_requests: np.ndarray = dataclasses.field(init=False)
-    prompt_tokens: np.ndarray = dataclasses.field(init=False)
-    completion_tokens: np.ndarray = dataclasses.field(init=False)
-    latencies: list[float] = dataclasses.field(default_factory=list)
-    methods: Counter = dataclasses.field(default_factory=Counter)
-    modes: Counter = dataclasses.field(default_factory=Counter)  # answered turns by mode
-    cut_off: int = 0
-    empty_answers: int = 0
-    attempts: int = 0
-    reused: int = 0
-    last_error: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("turns", "parsed", "failed_requests", "prompt_tokens", "completion_tokens"):
-            setattr(self, name, np.zeros(self.num_episodes, np.int64))
-
-    def add(self, turn: _Turn, reused: bool) -> None:
-        completion = turn.completion
-        self.turns[turn.episode] += 1
-        self.parsed[turn.episode] += turn.reply.parsed
-        self.failed_requests[turn.episode] += completion.failed
-        self.prompt_tokens[turn.episode] += completion.prompt_tokens
-        self.completion_tokens[turn.episode] += completion.completion_tokens
-        self.methods[turn.reply.method] += 1
-        self.attempts += completion.attempts
-        self.reused += reused
-        if completion.failed:
-            self.last_error = completion.error
-        else:
-            self.latencies.append(completion.latency_s)
-            self.modes[completion.mode] += 1
-            self.cut_off += completion.cut_off
-            self.empty_answers += turn.reasoning is not None and not turn.reply.parsed
-
-    def counts(self) -> dict[str, int]:
-        """LLM turns: answered, failed (no answer after retries), unparsed (answered, no action)."""
-        total, failed = int(self.turns.sum()), int(self.failed_requests.sum())
-        answered = total - failed
-        return {
-            "total": total,
-            "answered": answered,
-            "failed": failed,
-            "unparsed": answered - int(self.parsed.sum()),
-        }
-
-
-def _headline(counts: dict[str, int]) -> str:
-    if not counts["total"]:
-        return "LLM turns: none (no LLM seat played)"
-    return (
-        f"LLM turns: {counts['answered']} answered, {counts['failed']} failed, "
-        f"{counts['unparsed']} unparsed (of {counts['total']})"
-    )
-
-
-class _BatchProgram:
-    """The compiled reset, step and metrics of the whole batch, with policy seats inside."""
-
-    def __init__(self, env: Environment, params: Any, team: Sequence[Agent]):
-        llm_seat = np.array([isinstance(agent, LLMAgent) for agent in team])
-        policies = [agent.policy for agent in team if isinstance(agent, PolicyAgent)]
-        # LLM seats take any policy's action, which their own replaces.
-        policy = (
-            seat_policies(
-                [agent.policy if isinstance(agent, PolicyAgent) else policies[0] for agent in team]
-            )
-            if policies
-            else None
-        )
-
-        def reset(key):
-            reset_key, play_key = jax.random.split(key)
-            return env.reset(reset_key, params)[1], play_key
-
-        def team_actions(policy_key, state, llm_actions):
-            if policy is None:
-                return llm_actions
-            return jnp.where(llm_seat, llm_actions, policy(policy_key, state, params))
-
-        def step(state, play_key, done, episode_return, length, llm_actions, t):
-            policy_key, env_key = step_keys(play_key, t)
-            actions = team_actions(policy_key, state, llm_actions).astype(jnp.int32)
-            _, next_state, reward, next_done, _ = env.step(env_key, state, actions, params)
-            # Finished episodes stay frozen on their final state.
-            state = jax.tree.map(lambda new, old: jnp.where(done, old, new), next_state, state)
-            episode_return = episode_return + jnp.where(done, 0.0, reward)
-            length = length + (~done).astype(jnp.int32)
-            return state, done | next_done, episode_return, length, actions
-
-        def metrics(state, episode_return, length):
-            active = env.agent_active(state, params)
-            return {
-                **env.episode_metrics(state, params),
-                "episode_return": jnp.sum(episode_return * active) / jnp.maximum(active.sum(), 1),
-                "episode_length": length,
-            }
-
-        self.reset = jax.jit(jax.vmap(reset))
-        self.step = jax.jit(jax.vmap(step, in_axes=(0, 0, 0, 0, 0, 0, None)))
-        self.metrics = jax.jit(jax.vmap(metrics))
-        self.view = jax.jit(
-            jax.vmap(
-                lambda state: (env.agent_active(state, params), env.action_mask(state, params))
-            )
-        )
-        self._env, self._params = env, params
-        self._frames: dict[AgentRenderer, Callable] = {}
-
-    def frames(self, render: AgentRenderer) -> Callable:
-        """Every agent's view in every episode of the batch, `(B, P, H, W, 3)` uint8, as
-        `render` draws one (compiled once per renderer, for the runs that share the program)."""
-        if render not in self._frames:
-            env, params, agents = self._env, self._params, jnp.arange(self._env.num_agents)
-
-            def views(state):
-                return jax.vmap(lambda agent: render(env, state, params, agent))(agents)
-
-            self._frames[render] = jax.jit(jax.vmap(views))
-        return self._frames[render]
-
-
-# Compiled batch programs, kept for later runs in this process (an ablation sweep, tests):
-# one environment, parameter values and set of policy seats always compile the same.
-_PROGRAMS: OrderedDict[tuple, tuple[Environment, tuple[Agent, ...], _BatchProgram]] = OrderedDict()
-_PROGRAMS_KEPT = 4
-
-
-def _batch_program(env: Environment, params: Any, team: Sequence[Agent]) -> _BatchProgram:
-    leaves, treedef = jax.tree.flatten(jax.device_get(params))
-    values = tuple(
-        (np.asarray(leaf).dtype.str, np.shape(leaf), np.asarray(leaf).tobytes()) for leaf in leaves
-    )
-    seats = tuple(id(agent) if isinstance(agent, PolicyAgent) else None for agent in team)
-    key = (id(env), str(treedef), values, seats)
-    if key not in _PROGRAMS:
-        # The entry holds the environment and policy agents, so that their ids stay theirs.
-        policies = tuple(agent for agent in team if isinstance(agent, PolicyAgent))
-        _PROGRAMS[key] = (env, policies, _BatchProgram(env, params, team))
-        while len(_PROGRAMS) > _PROGRAMS_KEPT:
-            _PROGRAMS.popitem(last=False)
-    _PROGRAMS.move_to_end(key)
-    return _PROGRAMS[key][2]
 
 
 class EvaluationRun:
@@ -390,7 +230,7 @@ class EvaluationRun:
     # ---- one turn -------------------------------------------------------------------
     async def _turn(
         self, episode: int, step: int, seat: int, content: Any, legal: np.ndarray
-    ) -> _Turn:
+    ) -> Turn:
         chat = self._chat(content, episode, seat)
         # An answer is reused only for the very prompt it answered: after a failed turn is
         # asked again, the rest of its episode may go another way and ask other prompts.
@@ -406,7 +246,7 @@ class EvaluationRun:
                 completion = await backend.complete(chat)
         thoughts, answer = split_reasoning(completion.text)
         reasoning = "\n".join(r for r in (completion.reasoning, thoughts) if r) or None
-        turn = _Turn(episode, seat, content, completion, reasoning, self.parser(answer))
+        turn = Turn(episode, seat, content, completion, reasoning, self.parser(answer))
         if not reused:
             self._transcript.write(
                 {
@@ -439,7 +279,7 @@ class EvaluationRun:
         self._usage.add(turn, reused)
         return turn
 
-    def _remember(self, turns: list[_Turn], step_messages: np.ndarray) -> None:
+    def _remember(self, turns: list[Turn], step_messages: np.ndarray) -> None:
         for turn in turns:
             episode, seat, reply = turn.episode, turn.seat, turn.reply
             self._history[episode][seat].add(turn.user_content, self._assistant_text(reply))
@@ -508,9 +348,9 @@ class EvaluationRun:
         """Play to the end: (per-episode metrics, wall seconds, None); or, stopped early for
         too many failed turns, (None, wall seconds, the step it stopped at)."""
         num_episodes, num_seats = self.config.episodes, self.env.num_agents
-        program = _batch_program(self.env, self.params, self.team)
+        program = batch_program(self.env, self.params, self.team)
         host_params = jax.device_get(self.params)
-        self._usage = _Usage(num_episodes)
+        self._usage = Usage(num_episodes)
         self._history = [
             [History(self.options.history) for _ in range(num_seats)] for _ in range(num_episodes)
         ]
@@ -519,13 +359,17 @@ class EvaluationRun:
         self._parse_failed = np.zeros((num_episodes, num_seats), bool)
         messages = np.full((num_episodes, num_seats), "", dtype=object)
 
+        compiling = time.perf_counter()
         first_seed = self.config.seed + self.config.first_episode
         state, play_keys = program.reset(episode_keys(first_seed, num_episodes))
         done = jnp.zeros(num_episodes, bool)
         episode_return = jnp.zeros((num_episodes, num_seats), jnp.float32)
         length = jnp.zeros(num_episodes, jnp.int32)
         actions = jnp.zeros((num_episodes, num_seats), jnp.int32)
-        started = time.perf_counter()
+        # Compiled before the clock starts: wall_s and requests_per_s count no compile.
+        program.warm(state, play_keys, done, episode_return, length, actions, frames)
+        self._usage.compile_s = time.perf_counter() - compiling
+        started, cpu_started = time.perf_counter(), time.process_time()
         bar = tqdm(total=num_episodes, unit="ep", disable=not self.config.progress, desc="episodes")
         step = 0
         was_done = np.zeros(num_episodes, bool)
@@ -553,6 +397,7 @@ class EvaluationRun:
             )  # fmt: skip
             if self._past_failure_budget():
                 bar.close()
+                self._usage.cpu_s = time.process_time() - cpu_started
                 return None, time.perf_counter() - started, step
             llm_actions = np.full((num_episodes, num_seats), self.noop_action, np.int32)
             messages = np.full((num_episodes, num_seats), "", dtype=object)
@@ -561,12 +406,13 @@ class EvaluationRun:
             self._remember(turns, messages)
             was_done = host_done
             state, done, episode_return, length, actions = program.step(
-                state, play_keys, done, episode_return, length, jnp.asarray(llm_actions), step
+                state, play_keys, done, episode_return, length, jax.device_put(llm_actions), step
             )
             step += 1
             self._progress(bar, step, started)
         bar.close()
         episodes = jax.device_get(program.metrics(state, episode_return, length))
+        self._usage.cpu_s = time.process_time() - cpu_started
         return (
             {name: np.asarray(values) for name, values in episodes.items()},
             time.perf_counter() - started,
@@ -582,7 +428,7 @@ class EvaluationRun:
 
     async def _ask_all(
         self, state, params, done, active, mask, frames, messages, step
-    ) -> list[_Turn]:
+    ) -> list[Turn]:
         if not self.llm_seats.size:
             return []
         asking = ~done[:, None] & active[:, self.llm_seats]
@@ -635,37 +481,12 @@ class EvaluationRun:
     ) -> dict[str, Any]:
         usage = self._usage
         counts = usage.counts()
-        turns = counts["total"]
-        latencies = np.asarray(usage.latencies) if usage.latencies else np.zeros(1)
-        prompt_tokens, completion_tokens = (
-            int(usage.prompt_tokens.sum()),
-            int(usage.completion_tokens.sum()),
+        totals = usage.totals(
+            self._mode(),
+            self.config.observation,
+            (self.config.input_price_per_mtok, self.config.output_price_per_mtok),
+            wall_s,
         )
-        totals = {
-            "requests": turns,
-            "reused_from_transcript": usage.reused,
-            "retries": usage.attempts - turns,
-            "failed_requests": counts["failed"],
-            "parse_rate": float(usage.parsed.sum() / max(turns, 1)),
-            "parse_methods": {method: usage.methods[method] for method in PARSE_METHODS},
-            "cut_off": usage.cut_off,
-            "empty_answers": usage.empty_answers,
-            "mode": self._mode(),
-            "modes": {mode: usage.modes[mode] for mode in OUTPUT_MODES if usage.modes[mode]},
-            "observation": self.config.observation,
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "latency_mean_s": float(latencies.mean()),
-            "latency_p50_s": float(np.percentile(latencies, 50)),
-            "latency_p95_s": float(np.percentile(latencies, 95)),
-            "cost": (
-                prompt_tokens * self.config.input_price_per_mtok
-                + completion_tokens * self.config.output_price_per_mtok
-            )
-            / 1e6,
-            "wall_s": wall_s,
-            "requests_per_s": (turns - usage.reused) / max(wall_s, 1e-9),
-        }
         reason = self._invalid_reason(counts, stopped_at)
         headline = _headline(counts)
         top = headline + (f"\nNOT VALID: {reason}" if reason else "")
@@ -726,23 +547,6 @@ class EvaluationRun:
             f"({counts['failed'] / counts['total']:.1%}, more than "
             f"max_failed_fraction={limit}; last error: {last})"
         )
-
-
-def _usage_table(totals: dict[str, Any]) -> str:
-    methods = ", ".join(f"{name} {count}" for name, count in totals["parse_methods"].items())
-    return "\n".join(
-        [
-            f"requests {totals['requests']} (reused {totals['reused_from_transcript']}, "
-            f"retries {totals['retries']}, failed {totals['failed_requests']})",
-            f"parse rate {totals['parse_rate']:.3f} ({methods}); cut off by --max-tokens "
-            f"{totals['cut_off']}, empty answers after reasoning {totals['empty_answers']}",
-            f"mode {totals['mode']}, observation {totals['observation']}",
-            f"tokens {totals['prompt_tokens']} in / {totals['completion_tokens']} out, "
-            f"cost {totals['cost']:.4f}",
-            f"latency mean {totals['latency_mean_s']:.3f}s, p50 {totals['latency_p50_s']:.3f}s, "
-            f"p95 {totals['latency_p95_s']:.3f}s; {totals['requests_per_s']:.1f} requests/s",
-        ]
-    )
 
 
 def _say(note: str) -> None:

@@ -21,7 +21,8 @@ from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.images import IMAGE_NOTE, enlarge, png_data_uri, scale_of
-from llm_bridge.runner import RunConfig, _batch_program, run_evaluation
+from llm_bridge.program import batch_program
+from llm_bridge.runner import RunConfig, run_evaluation
 from llm_bridge.transcripts import read_records
 from tests.llm_server import ChatServer, craft_alternating, images_of, text_of
 
@@ -92,7 +93,7 @@ def test_each_request_carries_the_text_then_the_agents_view(env, both):
 def program(env, both):
     """The run's compiled batch program (kept by the runner), its start states, and the
     whole map's frame of a batch of states."""
-    compiled = _batch_program(env, env.default_params, team("http://127.0.0.1:9/v1"))
+    compiled = batch_program(env, env.default_params, team("http://127.0.0.1:9/v1"))
     states, _ = compiled.reset(episode_keys(SEED, EPISODES))
     draw = jax.jit(jax.vmap(lambda state: SPEC.render_rgb(env, state, env.default_params)))
     return compiled, states, draw
