@@ -75,14 +75,36 @@ def batch_param(params: Any, name: str, batch_shape: tuple[int, ...]) -> np.ndar
 
 def quorum(byte: np.ndarray, alpha: np.ndarray, num_agents: int) -> np.ndarray:
     """Agents a sync needs: the environment's own rule (`tasks.quorum`), on host arrays."""
-    return np.asarray(tasks.quorum(byte, np.asarray(alpha, np.float32), num_agents))
+    byte, alpha = np.broadcast_arrays(np.asarray(byte), np.asarray(alpha, np.float32))
+    needed = np.zeros(byte.shape, np.int32)
+    for level in np.unique(alpha).tolist():
+        chosen = alpha == level
+        needed[chosen] = _quorum_table(level, num_agents)[byte[chosen]]
+    return needed
 
 
 def handover_window_range(alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Shortest and longest window a handover started at `alpha` may get: the environment's
     own rule (`tasks.handover_window_range`), on host arrays."""
-    low, high = tasks.handover_window_range(np.asarray(alpha, np.float32))
-    return np.asarray(low), np.asarray(high)
+    alpha = np.asarray(alpha, np.float32)
+    levels, where = np.unique(alpha, return_inverse=True)
+    windows = np.array([_window_range(level) for level in levels.tolist()], np.int32)
+    windows = windows.reshape(len(levels), 2)
+    return windows[where, 0].reshape(alpha.shape), windows[where, 1].reshape(alpha.shape)
+
+
+# The rules are evaluated once per difficulty on fixed shapes (every task byte) and looked up:
+# called eagerly on arrays of each step's size, JAX compiled them anew for every new size.
+@functools.lru_cache(maxsize=256)
+def _quorum_table(alpha: float, num_agents: int) -> np.ndarray:
+    every_byte = np.arange(256, dtype=np.uint8)
+    return np.asarray(tasks.quorum(every_byte, np.float32(alpha), num_agents), np.int32)
+
+
+@functools.lru_cache(maxsize=256)
+def _window_range(alpha: float) -> tuple[int, int]:
+    low, high = tasks.handover_window_range(np.float32(alpha))
+    return int(low), int(high)
 
 
 def _do_gives(material: int) -> str:
