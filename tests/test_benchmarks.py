@@ -39,6 +39,7 @@ MAIN_CONFIGS = {
     "coordination_study": "benchmarks.study.config:StudyConfig",
     "llm_backend_speed": "benchmarks.llm_backend_speed:BackendSpeedConfig",
     "llm_backend_agreement": "benchmarks.llm_backend_agreement:BackendAgreementConfig",
+    "llm_harness_speed": "benchmarks.llm_harness_speed:HarnessSpeedConfig",
 }
 
 
