@@ -139,6 +139,11 @@ def choose(runs: dict[str, dict]) -> tuple[str, int]:
     )
 
 
+def p_value(p: float) -> str:
+    """A p-value; one below float precision (two nearly constant samples) prints as < 1e-300."""
+    return f"{p:.2g}" if p > 0 else "< 1e-300"
+
+
 def card(name: str, results: dict, results_file: str) -> str:
     """The shipped policy's card: method, budget, seeds, held-out return, every scripted
     policy on the same test episodes, and where it falls short."""
@@ -169,7 +174,7 @@ def card(name: str, results: dict, results_file: str) -> str:
     ]
     for policy, summary in test["scripted"].items():
         lines.append(
-            f"| {policy} | {format_interval(summary['return'])} | {summary['welch_p']:.2g} "
+            f"| {policy} | {format_interval(summary['return'])} | {p_value(summary['welch_p'])} "
             f"| {'yes' if summary['beaten'] else 'no'} |"
         )
     short = [policy for policy, summary in test["scripted"].items() if not summary["beaten"]]

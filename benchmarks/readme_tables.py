@@ -23,6 +23,7 @@ from typing import Any
 import tyro
 
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
+from benchmarks.dining_references import p_value
 from benchmarks.harness import RESULTS_DIR, format_interval
 from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
@@ -395,20 +396,26 @@ def gap_smollm2() -> str:
 
 
 PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
-# Shipped policy -> (results file, run name, scripted anchors shown beside it).
+DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
+# Shipped policy -> (results file, run name, scripted anchors shown beside it); run name None:
+# a `benchmarks.dining_references` file, whose chosen algorithm names the run.
 SHIPPED = {
     "ippo-dining-5": (
         "marl_dining_5.json",
         "ippo-dining-5",
-        ("uniform_random", "backoff", "resource_ordering"),
+        DINING_ANCHORS,
     ),
     "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
+    "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
 }
 
 
 def _describe_policy(description: dict) -> str:
     network = description["network"]
-    env = {key: value for key, value in description["env"].items() if key != "name"}
+    # Policies exported since environments had options record them under "options".
+    env = description["env"].get("options") or {
+        key: value for key, value in description["env"].items() if key != "name"
+    }
     settings = ", ".join(f"{key} {value}" for key, value in env.items())
     kind = "GRU" if network["recurrent"] else "feed-forward"
     return (
@@ -416,6 +423,18 @@ def _describe_policy(description: dict) -> str:
         f"{network['hidden_size']} tanh, {description['env']['name']} ({settings}), "
         f"{description['num_actions']} actions, {description['observation_shape'][0]:,} "
         "observation features"
+    )
+
+
+def _chosen_among(results: dict) -> str:
+    """How a reference was chosen, and its Welch test against the best scripted policy."""
+    scripted = results["test"]["scripted"]
+    best = max(scripted, key=lambda policy: scripted[policy]["return"]["mean"])
+    algorithms = ", ".join(name.upper() for name in results["runs"])
+    return (
+        f"chosen on validation seeds among {algorithms}; "
+        f"{format_interval(results['test']['return'])} vs {best.replace('_', ' ')} "
+        f"{scripted[best]['return']['mean']:.2f}, Welch p: {p_value(scripted[best]['welch_p'])}; "
     )
 
 
@@ -428,7 +447,8 @@ def pretrained() -> str:
     for name, (results_file, run_name, anchors) in SHIPPED.items():
         description = json.loads((PRETRAINED_DIR / name / "policy.json").read_text())
         results = load(results_file)
-        run = results["runs"][run_name]
+        chosen = "" if run_name else _chosen_among(results)
+        run = results["runs"][run_name or results["chosen"]["algorithm"]]
         seed, update = description["seed_index"], description["update"]
         steps = run["agent_steps_per_seed"] * update // run["num_updates"]
         references = run["references"]
@@ -438,7 +458,7 @@ def pretrained() -> str:
         )
         lines.append(
             f"| `{name}` | {_describe_policy(description)} | `{results['machine']['command']}` "
-            f"(best checkpoint of the best seed: update {update} of {run['num_updates']}, "
+            f"({chosen}best checkpoint of the best seed: update {update} of {run['num_updates']}, "
             f"{steps / 1e6:.2f} M agent steps; `{results_file}`) "
             f"| {run['best']['return_per_seed'][seed]:.2f} on {run['test_episodes']} test "
             f"episodes from seed {run['test_seed']:,} ({anchor_text}) |"

@@ -23,8 +23,10 @@ from llm_bridge.stand_in import StandInServer, choices
 from llm_bridge.transcripts import read_records
 from tests.llm_server import ChatServer, dining_resource_ordering
 
+# One checkpoint named, so that n3 stays a stratum no checkpoint plays whatever else is shipped.
 GAP = ["gap", "--env", "dining", "--team-sizes", "3", "5", "--max-steps", "4", "--episodes", "3",
-       "--scripted", "resource_ordering", "--model", "scripted", "--no-progress"]  # fmt: skip
+       "--scripted", "resource_ordering", "--model", "scripted", "--checkpoints", "ippo-dining-5",
+       "--no-progress"]  # fmt: skip
 
 
 PASSWORD = "PwOfTheServer"

@@ -3,9 +3,11 @@
 import json
 from pathlib import Path
 
+import pytest
+
 import baselines
 from alemlite.evaluation import evaluate
-from benchmarks import readme_tables
+from benchmarks import dining_references, readme_tables
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import kept_conclusions, markdown_report
@@ -46,13 +48,30 @@ def test_the_study_report_is_the_one_its_json_renders(tmp_path):
     assert markdown_report(results, figures, DOCS, kept_conclusions(current)) == current
 
 
-def test_the_shipped_dining_policy_scores_its_published_return():
-    policy = baselines.load("ippo-dining-5")
-    results_file, run_name, _ = readme_tables.SHIPPED["ippo-dining-5"]
-    run = readme_tables.load(results_file)["runs"][run_name]
+DINING_SHIPPED = [name for name in readme_tables.SHIPPED if "dining" in name]
+
+
+@pytest.mark.parametrize("name", DINING_SHIPPED)
+def test_the_shipped_dining_policy_scores_its_published_return(name):
+    policy = baselines.load(name)
+    results_file, run_name, _ = readme_tables.SHIPPED[name]
+    results = readme_tables.load(results_file)
+    run = results["runs"][run_name or results["chosen"]["algorithm"]]
     env = policy.make_env()
     episodes = evaluate(
         env, policy.state_policy(env), env.default_params, run["test_episodes"], run["test_seed"]
     )
     published = run["best"]["return_per_seed"][policy.description["seed_index"]]
     assert abs(float(episodes["episode_return"].mean()) - published) < 1e-5
+    if run_name is None:  # a reference: its card's return is this replay's too
+        assert abs(results["test"]["return"]["mean"] - published) < 1e-5
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in DINING_SHIPPED if readme_tables.SHIPPED[name][1] is None]
+)
+def test_a_shipped_reference_card_is_the_one_its_json_renders(name):
+    results_file = readme_tables.SHIPPED[name][0]
+    results = readme_tables.load(results_file)
+    card = (baselines.PRETRAINED_DIR / name / "CARD.md").read_text()
+    assert card == dining_references.card(name, results, results_file)
