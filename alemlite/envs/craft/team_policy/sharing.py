@@ -21,7 +21,7 @@ from alemlite.envs.craft.world.observation import teammates
 class Sharing(NamedTuple):
     giving: jax.Array  # (P,) bool: a teammate requests what the agent can spare
     give_action: jax.Array  # (P,) the give that answers it
-    first_request: jax.Array | int  # id of the first request action (0 without trading)
+    first_request: int  # id of the first request action (0 without trading)
     teammate_spare: jax.Array  # (P, resources) bool: some teammate can spare the resource
     own_request: jax.Array  # (P,) each agent's open request (-1: none)
 

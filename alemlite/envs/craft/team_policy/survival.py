@@ -66,13 +66,14 @@ class Drinking(NamedTuple):
 
 
 def drink(view: TeamView, sharing: Sharing, dry: jax.Array) -> Drinking:
-    drink = view.drink
+    """Ask a teammate for drink, else walk to water (before projects and rallies when `dry`)."""
+    level = view.drink
     drinks_well = view.chance[:, C.WATER] >= WELL_ENOUGH
-    at_water = (view.facing_material == C.WATER) & (drink < C.STAT_MAX) & drinks_well
+    at_water = (view.facing_material == C.WATER) & (level < C.STAT_MAX) & drinks_well
     drink_request = jnp.full((view.num_agents,), DRINK_REQUEST)
-    ask = ~view.forager & (drink <= ASK_DRINK) & ~at_water
+    ask = ~view.forager & (level <= ASK_DRINK) & ~at_water
     ask &= may_request(view, sharing, drink_request)
-    go = (drink <= jnp.where(view.forager, FORAGER_THIRSTY, THIRSTY)) | at_water
+    go = (level <= jnp.where(view.forager, FORAGER_THIRSTY, THIRSTY)) | at_water
     go &= ~ask & ~open_request(view, sharing, drink_request)
     return Drinking(ask=ask, go=go, urgently=go & (dry | at_water))
 
@@ -85,6 +86,7 @@ class Eating(NamedTuple):
 
 
 def eat(view: TeamView, sharing: Sharing, urgent: Urgency) -> Eating:
+    """Ask a teammate for food, else hunt a cow the agent can kill alone or pick a plant."""
     mobs, elite, food = view.state.mobs, view.elite, view.food
     # A soft large cow takes half damage from a lone hunter (none from a 1-damage hitter);
     # a hard one none: hunt what each agent can kill alone.

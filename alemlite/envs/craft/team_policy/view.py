@@ -66,6 +66,7 @@ def role_chance(
 
 
 def read_view(env: CraftEnv, state: CraftState, params: CraftParams) -> TeamView:
+    """What the behaviours share, read once per step."""
     config = env.config
     agents = state.agents
     agent = jnp.arange(config.num_agents)
