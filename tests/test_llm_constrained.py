@@ -20,7 +20,7 @@ from llm_bridge.clients.base import ModelServerError
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.runner import CONSTRAINED_NOTE, RunConfig, run_evaluation
 from llm_bridge.transcripts import read_records
-from tests.llm_server import ChatServer, Faults, dining_resource_ordering, text_of
+from tests.llm_server import ChatServer, Faults, Reply, dining_resource_ordering, text_of
 
 PHILOSOPHERS, MAX_STEPS, EPISODES, SEED = 3, 4, 2, 7
 FIRST_STEP = PHILOSOPHERS * EPISODES  # requests asked together before any answer comes back
@@ -139,6 +139,19 @@ def test_a_server_speaking_llama_cpp_is_asked_as_it_understands(env, tmp_path, c
     notes = capsys.readouterr().err
     assert "ignored constrained:guided_choice" in notes
     assert "refused constrained:json_schema (500" in notes
+
+
+def test_a_choice_ignored_is_seen_even_when_the_free_reply_is_cut_off(env, tmp_path, capsys):
+    """A small model behind llama.cpp rambles past max_tokens: cut off, the reply is the start
+    of no legal name, which a reply held to the choices would be; the client steps down."""
+
+    def rambling(messages):
+        return Reply("You are philosopher 0 of 5. You are HUNGRY and", finish_reason="length")
+
+    with ChatServer(rambling, ignored=("guided_choice",)) as server:
+        report = run(env, server, tmp_path)
+    assert report["usage"]["mode"] == "constrained:json_schema"
+    assert "ignored constrained:guided_choice" in capsys.readouterr().err
 
 
 def test_a_refusal_that_names_no_constraint_stops_the_run():

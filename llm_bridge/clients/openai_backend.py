@@ -434,11 +434,14 @@ def _ignored(completion: dict[str, Any], mode: str, choices: Sequence[str]) -> b
     """A complete constrained reply that is not one of `choices` (or their JSON): the server
     answered without the constraint it was sent."""
     answer = completion["choices"][0]
-    if answer.get("finish_reason") == "length":
-        return False
     text = (answer["message"].get("content") or "").strip()
     if mode == "constrained:guided_choice":
+        # Cut off, a reply held to the choices is still the start of one: free text is not.
+        if answer.get("finish_reason") == "length":
+            return not any(choice.startswith(text) for choice in choices)
         return text not in choices
+    if answer.get("finish_reason") == "length":
+        return False  # a JSON reply cut short: nothing shows whether the schema held
     try:
         return json.loads(text).get("action") not in choices
     except (ValueError, AttributeError):
