@@ -9,15 +9,11 @@ schema. The client finds that out on the first step and plays constrained from t
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from alemlite_app.cli import main
+from llm_bridge.clients.llama_server import serve
 from llm_bridge.models import cached_file
 from llm_bridge.transcripts import read_records
 
@@ -31,41 +27,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(cached_file(MODEL)),
-        "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "4096", "--n_threads", "2", "--seed", "0",
-    ]  # fmt: skip
-    # Its log goes to a file: a pipe nobody reads fills up and stalls the server.
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("w"))
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
-                    assert json.load(response)["data"][0]["id"] == MODEL
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"llama.cpp's server did not start: {log.read_text()[-2000:]!r}"
-                    ) from None
-                time.sleep(0.5)
+    with serve(cached_file(MODEL), MODEL, log) as base_url:
         yield base_url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _play(server, tmp_path, *flags):
@@ -100,3 +66,25 @@ def test_constrained_against_llama_cpp_steps_down_to_its_json_dialect(server, tm
     for turn in answered:
         if not turn["cut_off"]:  # the grammar holds a complete reply to the legal names
             assert json.loads(turn["reply"])["action"] == turn["action"]
+
+
+def test_the_backend_agreement_benchmark_pairs_the_two_stacks_turn_by_turn(tmp_path):
+    from benchmarks.llm_backend_agreement import BackendAgreementConfig, run
+
+    config = BackendAgreementConfig(
+        num_agents=3, max_steps=2, episodes=1, max_tokens=24, out=tmp_path
+    )  # fmt: skip
+    result = run(config)
+    (written_file,) = tmp_path.glob("llm_backend_agreement_*.json")
+    written = json.loads(written_file.read_text())
+    assert written["stacks"] == json.loads(json.dumps(result["stacks"]))
+    stacks = result["stacks"]
+    assert stacks["transformers/constrained"]["mode"] == "constrained:logits"
+    assert stacks["llama.cpp/constrained"]["mode"] == "constrained:json_object"
+    for name, stack in stacks.items():
+        assert stack["valid"] and stack["failed_requests"] == 0, name
+        assert stack["turns"] >= 3 and abs(sum(stack["action_share"].values()) - 1) < 1e-9
+    for agreement in result["agreement"].values():
+        # Every seat's first prompt is the same text on both stacks (same seed, same template).
+        assert agreement["same_prompt_turns"] >= 3
+        assert 0 <= agreement["first_step_same_action_share"] <= 1
