@@ -37,6 +37,10 @@ PAGES = (
     ROOT / "baselines" / "README.md",
     ROOT / "baselines" / "pretrained" / "README.md",
     ROOT / "docs" / "llm_bridge.md",
+    ROOT / "docs" / "environments.md",
+    ROOT / "docs" / "training.md",
+    ROOT / "docs" / "llm_results.md",
+    ROOT / "docs" / "benchmarks.md",
 )
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 DINING_SIZES = (5, 10, 15)
