@@ -1,5 +1,6 @@
 """Shared actors: masking never samples an illegal action; images and memory are handled."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -157,7 +158,7 @@ def test_an_actor_on_ids_exports_and_imports_with_its_parts(tmp_path):
     export_policy(tmp_path, actor, params, {"env": {"name": "dining"}})
     loaded, loaded_params, _ = import_policy(tmp_path)
     assert loaded == actor
-    jax.tree.map(np.testing.assert_array_equal, loaded_params, params)
+    chex.assert_trees_all_equal(loaded_params, params)
 
 
 def test_ippo_learns_craft_from_the_symbolic_observation():

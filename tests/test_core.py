@@ -1,5 +1,6 @@
 """The wrappers of the environment contract, on a tiny environment with known answers."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -120,4 +121,4 @@ def test_evaluation_is_the_same_whatever_the_batch_size():
     whole = evaluate(env, random_policy, env.default_params, 5, base_seed=7, batch_size=5)
     padded = evaluate(env, random_policy, env.default_params, 5, base_seed=7, batch_size=2)
     assert len(padded["episode_return"]) == 5
-    jax.tree.map(np.testing.assert_array_equal, whole, padded)
+    chex.assert_trees_all_equal(whole, padded)

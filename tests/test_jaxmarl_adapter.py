@@ -8,6 +8,7 @@ per step for a vmapped batch (never a world per environment per step).
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,7 +53,7 @@ def test_actions_of_shape_scalar_or_one_step_alike(toy):
     step = jax.jit(toy.step)
     scalar = step(jax.random.PRNGKey(1), state, {"agent_0": 1, "agent_1": jnp.int32(0)})
     single = step(jax.random.PRNGKey(1), state, {"agent_0": jnp.array([1]), "agent_1": [0]})
-    jax.tree.map(np.testing.assert_array_equal, scalar, single)
+    chex.assert_trees_all_equal(scalar, single)
     assert float(scalar[2]["agent_0"]) == 1.0 and float(scalar[2]["agent_1"]) == 0.0
 
 
@@ -99,7 +100,7 @@ def test_the_interface_jaxmarl_tools_read(toy):
     sample = jax.vmap(toy.action_space("agent_0").sample)
     samples = sample(jax.random.split(jax.random.PRNGKey(0), 64))
     assert samples.shape == (64,) and set(np.asarray(samples).tolist()) == {0, 1}
-    jax.tree.map(np.testing.assert_array_equal, toy.get_obs(state), obs)
+    chex.assert_trees_all_equal(toy.get_obs(state), obs)
     masks = toy.get_avail_actions(state)
     assert set(masks) == set(toy.agents) and masks["agent_0"].shape == (env.num_actions,)
     # The world state for centralised critics, as SMAX gives it: obs["world_state"], state_size.
@@ -174,4 +175,4 @@ def test_seeds_vmapped_over_a_vmapped_batch_step_as_each_batch_alone():
     for seed in range(seeds):
         alone = jax.jit(rollout)(keys[seed])
         picked = jax.tree.map(lambda leaf, seed=seed: leaf[seed], together)
-        jax.tree.map(np.testing.assert_array_equal, picked, alone)
+        chex.assert_trees_all_equal(picked, alone)
