@@ -8,14 +8,18 @@ nested unprefixed in `alemlite eval`'s config, so that their flags stay flat
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from alemlite.core.errors import require
+from alemlite.core.errors import ConfigError, require
 from alemlite.core.prompting import PromptOptions
 from llm_bridge.clients.base import Backend, without_userinfo
 from llm_bridge.images import OBSERVATIONS, Observation
+from llm_bridge.model_config import read_model_file
 
 # Named ablations: each is one change to the prompt switches; "variant=NAME" also works.
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -34,15 +38,32 @@ class LLMOptions:
 
     backend: Literal["openai", "hf"] = "openai"
     """openai: any OpenAI-compatible server; hf: a local transformers model (--model is its path)"""
+    model_config: Path | None = None
+    """a model file (models/NAME.toml: URL, model, key variable, request fields, prices,
+    context length; see llm_bridge.model_config); a flag given on the command line wins"""
     base_url: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
     """one or more OpenAI-compatible endpoints (ending in /v1); requests are load-balanced"""
     model: str = "Qwen/Qwen2.5-7B-Instruct"
     """the model of `llm` seats (`llm:MODEL` or `llm:MODEL@URL` seats name their own); with
     --backend hf: a named model (smollm2-135m), a .gguf file, or a transformers folder"""
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
+    temperature: float | None = 0.0
+    """None: not sent, for models that take only their default (a server refusing it by name
+    is sent none from then on)"""
     max_tokens: int = 256
     """the token budget of one reply, reasoning included; replies it cuts off are counted"""
+    token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """the request field that carries --max-tokens (OpenAI's reasoning models take only
+    max_completion_tokens; a server refusing one by name is sent the other)"""
+    top_p: float | None = None
+    reasoning_effort: str | None = None
+    """sent as given (OpenAI's reasoning models: minimal, low, medium, high)"""
+    stop: tuple[str, ...] = ()
+    request_fields: str | None = None
+    """a JSON object of more fields sent in every request as given, e.g.
+    '{"chat_template_kwargs": {"enable_thinking": false}}' (over the model file's [request])"""
+    context_length: int | None = None
+    """the model's context in tokens (recorded; --max-tokens must fit in it)"""
     constrained: bool = False
     """ask the server to answer with one of the legal action names (vLLM guided_choice, else
     a JSON schema, else free text, as the server accepts); replies are then the action alone,
@@ -76,12 +97,53 @@ class LLMOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        request: dict[str, Any] = {}
+        if self.model_config is not None:
+            # The file's values fill the options still at their defaults: flags win.
+            defaults = {field.name: field.default for field in dataclasses.fields(self)}
+            for name, value in read_model_file(self.model_config).items():
+                if name == "request":
+                    request.update(value)
+                elif getattr(self, name) == defaults[name]:
+                    object.__setattr__(self, name, value)
+        if self.request_fields is not None:
+            try:
+                given = json.loads(self.request_fields)
+            except ValueError:
+                given = None
+            require(
+                isinstance(given, dict),
+                f"request_fields={self.request_fields!r} is no JSON object; give one like "
+                "'{\"top_p\": 0.9}'",
+            )
+            request.update(given)
+        named = {"top_p": self.top_p, "reasoning_effort": self.reasoning_effort}
+        request.update({name: value for name, value in named.items() if value is not None})
+        if self.stop:
+            request["stop"] = list(self.stop)
+        object.__setattr__(self, "_request", request)
         # Every number is checked here, before anything is built or asked.
         require(bool(self.base_url), "base_url=() is empty; pass at least one endpoint")
         require(self.max_tokens >= 1, f"max_tokens={self.max_tokens} must be at least 1")
         require(
-            math.isfinite(self.temperature) and self.temperature >= 0,
-            f"temperature={self.temperature} must be a finite number >= 0",
+            self.temperature is None or (math.isfinite(self.temperature) and self.temperature >= 0),
+            f"temperature={self.temperature} must be a finite number >= 0 (or None: not sent)",
+        )
+        require(
+            self.top_p is None or 0 < self.top_p <= 1,
+            f"top_p={self.top_p} must lie in (0, 1]",
+        )
+        require(
+            self.context_length is None or self.max_tokens < self.context_length,
+            f"max_tokens={self.max_tokens} leaves no room for a prompt in "
+            f"context_length={self.context_length}; give a smaller --max-tokens",
+        )
+        require(
+            self.backend == "openai"
+            or (not request and self.token_field == "max_tokens" and self.temperature is not None),
+            "request fields (--top-p, --reasoning-effort, --stop, --request-fields, "
+            "--token-field, --temperature None) are sent to OpenAI-compatible servers; "
+            "--backend hf takes none of them",
         )
         require(self.concurrency >= 1, f"concurrency={self.concurrency} must be at least 1")
         require(
@@ -123,7 +185,7 @@ class LLMOptions:
                 HFConfig(
                     model=model,
                     max_new_tokens=self.max_tokens,
-                    temperature=self.temperature,
+                    temperature=self.temperature or 0.0,  # never None here (checked)
                     batch_size=self.hf_batch_size,
                     device=self.hf_device,
                     dtype=self.hf_dtype,
@@ -141,6 +203,8 @@ class LLMOptions:
                 api_key_env=self.api_key_env,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
+                token_field=self.token_field,
+                request_fields=self.request(),
                 seed=self.model_seed,
                 concurrency=self.concurrency,
                 timeout_s=self.timeout_s,
@@ -156,7 +220,16 @@ class LLMOptions:
             "max_tokens": self.max_tokens,
             "model_seed": self.model_seed,
             **({"backend": "hf", "hf_dtype": self.hf_dtype} if self.backend == "hf" else {}),
+            # Only where set, so that earlier runs keep their fingerprints.
+            **({"token_field": self.token_field} if self.token_field != "max_tokens" else {}),
+            **({"request": self.request()} if self.request() else {}),
+            **({"context_length": self.context_length} if self.context_length else {}),
         }
+
+    def request(self) -> dict[str, Any]:
+        """The request fields sent as given: the model file's [request], --request-fields,
+        then --top-p, --reasoning-effort and --stop."""
+        return dict(self._request)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -177,6 +250,12 @@ class PromptSwitches:
     ablation: tuple[str, ...] = ()
     """sweep, one run per name, each in OUT/NAME: base, no-history, no-comm, cot, scratchpad,
     no-feedback, variant=NAME"""
+    system_prompt: Path | None = None
+    """a text file whose text replaces the environment's system prompt (its output-format
+    section included: the reply must still name <action>NAME</action>)"""
+    few_shot: Path | None = None
+    """a JSON file of example chat messages, [{"role": "user" | "assistant", "content": ...}],
+    sent after the system prompt in every request"""
 
     def __post_init__(self) -> None:
         require(
@@ -192,6 +271,54 @@ class PromptSwitches:
                 ablation in ABLATIONS or ablation.startswith("variant="),
                 f"unknown ablation {ablation!r}; choose from: {', '.join(ABLATIONS)}, variant=NAME",
             )
+        self.system_prompt_text()  # both files are read (and refused) before anything runs
+        self.few_shot_messages()
+
+    def system_prompt_text(self) -> str | None:
+        """The system prompt of --system-prompt, or None: the environment's."""
+        if self.system_prompt is None:
+            return None
+        require(self.system_prompt.is_file(), f"system_prompt={self.system_prompt} is no file")
+        text = self.system_prompt.read_text().strip()
+        require(bool(text), f"system_prompt={self.system_prompt} is empty; write the prompt in it")
+        return text
+
+    def few_shot_messages(self) -> tuple[tuple[str, str], ...]:
+        """The (role, content) example messages of --few-shot, in order."""
+        if self.few_shot is None:
+            return ()
+        path = self.few_shot
+        require(path.is_file(), f"few_shot={path} is no file")
+        try:
+            messages = json.loads(path.read_text())
+        except ValueError as error:
+            raise ConfigError(f"few_shot={path} is no valid JSON: {error}") from None
+        shape = (
+            'give a JSON list of messages like [{"role": "user", "content": "..."}, '
+            '{"role": "assistant", "content": "<action>WAIT</action>"}]'
+        )
+        require(isinstance(messages, list) and bool(messages), f"few_shot={path}: {shape}")
+        for index, message in enumerate(messages):
+            require(
+                isinstance(message, dict)
+                and set(message) == {"role", "content"}
+                and message["role"] in ("user", "assistant")
+                and isinstance(message["content"], str),
+                f"few_shot={path}: message {index} is {json.dumps(message)[:80]}; {shape}",
+            )
+        return tuple((message["role"], message["content"]) for message in messages)
+
+    def describe(self) -> dict[str, Any]:
+        """The files' names and contents' digests (recorded, and part of the run's hash)."""
+        described: dict[str, Any] = {}
+        for name, text in (
+            ("system_prompt", self.system_prompt_text()),
+            ("few_shot", json.dumps(self.few_shot_messages()) if self.few_shot else None),
+        ):
+            if text is not None:
+                digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+                described[name] = {"file": str(getattr(self, name)), "sha256": digest}
+        return described
 
     def prompt_options(self, defaults: PromptOptions, ablation: str = "base") -> PromptOptions:
         """The prompt options of one run of the sweep: the environment's `defaults` for the

@@ -117,6 +117,10 @@ class RunConfig:
     first_episode: int = 0
     """the id of the first episode played: a shard of a larger run plays episodes
     first_episode .. first_episode + episodes - 1 (episode i on seed + i) and records them so"""
+    system_prompt: str | None = None
+    """replaces the environment's system prompt (None: the environment's)"""
+    few_shot: tuple[tuple[str, str], ...] = ()
+    """(role, content) example messages sent after the system prompt in every request"""
 
     def __post_init__(self) -> None:
         require(self.episodes >= 1, f"episodes={self.episodes} must be at least 1")
@@ -173,7 +177,8 @@ class EvaluationRun:
         self.config = config
         self.noop_action = noop_action
         self.parser = ActionParser(env.action_names, noop_action, renderer.message_chars)
-        self.system_prompt = renderer.system_prompt(options)
+        self.system_prompt = config.system_prompt or renderer.system_prompt(options)
+        self.few_shot = [{"role": role, "content": content} for role, content in config.few_shot]
         if config.constrained:
             self.system_prompt += "\n\n" + CONSTRAINED_NOTE
         self.llm_seats = np.array(
@@ -197,6 +202,13 @@ class EvaluationRun:
             **({"decoding": config.decoding} if config.decoding != "generate" else {}),
             "observation": config.observation,
             **({"first_episode": config.first_episode} if config.first_episode else {}),
+            # The prompt's own text where it is not the environment's (the run's hash changes).
+            **(
+                {"system_prompt_sha256": prompt_digest([self.system_prompt])}
+                if config.system_prompt is not None
+                else {}
+            ),
+            **({"few_shot_sha256": prompt_digest(self.few_shot)} if self.few_shot else {}),
         }
 
     # ---- prompts ------------------------------------------------------------------
@@ -215,6 +227,7 @@ class EvaluationRun:
     def _chat(self, content: Any, episode: int, seat: int) -> ChatMessages:
         return [
             {"role": "system", "content": self.system_prompt},
+            *self.few_shot,
             *self._history[episode][seat].messages(),
             {"role": "user", "content": content},
         ]
@@ -232,9 +245,10 @@ class EvaluationRun:
         self, episode: int, step: int, seat: int, content: Any, legal: np.ndarray
     ) -> Turn:
         chat = self._chat(content, episode, seat)
+        asked = chat[1 + len(self.few_shot) :]  # the system prompt and examples are in the header
         # An answer is reused only for the very prompt it answered: after a failed turn is
         # asked again, the rest of its episode may go another way and ask other prompts.
-        key = (self.config.first_episode + episode, step, seat, prompt_digest(chat[1:]))
+        key = (self.config.first_episode + episode, step, seat, prompt_digest(asked))
         completion = self._transcript.cached.get(key)
         reused = completion is not None
         if not reused:
@@ -255,7 +269,7 @@ class EvaluationRun:
                     "step": step,
                     "seat": seat,
                     "model": self.team[seat].name,
-                    "prompt": chat[1:],  # the system prompt is in the header
+                    "prompt": asked,
                     "reply": answer,
                     "reasoning": reasoning,
                     "cut_off": completion.cut_off,
@@ -296,7 +310,11 @@ class EvaluationRun:
 
     async def _run(self) -> dict[str, Any]:
         out = Path(self.config.out)
-        header = {"config": self.describe, "system_prompt": self.system_prompt}
+        header = {
+            "config": self.describe,
+            "system_prompt": self.system_prompt,
+            **({"few_shot": self.few_shot} if self.few_shot else {}),
+        }
         with hold_folder(out, ".run.lock", "LLM evaluation", "--out"):
             if not self.config.resume and (kept := set_aside(out, RUN_FILES)):
                 _say(f"--no-resume: the earlier files of {out} are kept in {kept}")

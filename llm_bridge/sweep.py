@@ -63,10 +63,13 @@ def run_sweep(
             constrained=llm.constrained,
             decoding=llm.decoding,
             observation=prompt.observation,
+            system_prompt=prompt.system_prompt_text(),
+            few_shot=prompt.few_shot_messages(),
         )
         describe = {
             "options": dataclasses.asdict(options),
             **llm.describe(),
+            **prompt.describe(),
             "ablation": ablation,
             **({} if shard is None else {"shard": shard.describe(episodes)}),
         }

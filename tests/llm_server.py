@@ -23,7 +23,10 @@ choice if it names none), unless the field is in `unsupported`: then it is refus
 HTTP 400 naming the field, as vLLM refuses a feature it lacks; or the response format's
 type is not in `response_formats`: then it is refused with llama.cpp's 500 "validation
 error"; or the field is in `ignored`: then the reply is the scripted one, as llama.cpp's
-server answers a `guided_choice` it does not know. Every
+server answers a `guided_choice` it does not know. A request carrying a field in
+`refused_fields` is refused with HTTP 400 in the words of OpenAI's reasoning models
+(`REFUSALS`: "Unsupported parameter: 'max_tokens' ... Use 'max_completion_tokens'
+instead.", "Unsupported value: 'temperature' ..."). Every
 request body is kept (`ServerLog.bodies`); `images_of` decodes the PNG data URIs of one.
 """
 
@@ -46,6 +49,13 @@ import imageio.v3 as iio
 import numpy as np
 
 FAULT_KINDS = ("rate_limit", "server_error", "drop", "slow", "malformed")
+# How OpenAI's reasoning models refuse the fields they do not take.
+REFUSALS = {
+    "max_tokens": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+    "Use 'max_completion_tokens' instead.",
+    "temperature": "Unsupported value: 'temperature' does not support 0.0 with this model. "
+    "Only the default (1) value is supported.",
+}
 _DATA_URI = "data:image/png;base64,"
 
 
@@ -190,7 +200,9 @@ class ChatServer:
         unsupported: Sequence[str] = (),
         ignored: Sequence[str] = (),
         response_formats: Sequence[str] = ("json_schema", "json_object"),
+        refused_fields: Sequence[str] = (),
     ):
+        self.refused_fields = tuple(refused_fields)
         self.reply = reply
         self.reasoning_field = reasoning_field
         self.unsupported = tuple(unsupported)  # "guided_choice" and/or "response_format"
@@ -308,6 +320,14 @@ class ChatServer:
                     self.send_header("Content-Length", str(len(faults.body)))
                     self.end_headers()
                     self.wfile.write(faults.body)
+                    return
+                refused = [name for name in server.refused_fields if name in json.loads(body)]
+                if refused:
+                    with server.log.lock:
+                        server.log.unsupported_refused[refused[0]] += 1
+                    message = REFUSALS.get(refused[0], f"Unsupported parameter: '{refused[0]}'")
+                    error = {"message": message, "type": "invalid_request_error"}
+                    self._send(400, {"error": {**error, "param": refused[0]}})
                     return
                 if refuse:
                     self._send(
