@@ -258,3 +258,20 @@ def test_a_bad_few_shot_file_is_refused_in_one_line(tmp_path, text, message):
     with pytest.raises(ConfigError, match=re.escape(message)) as caught:
         PromptSwitches(few_shot=few_shot)
     assert "\n" not in str(caught.value)
+
+
+def test_a_refused_constraint_field_steps_down_the_mode_not_the_fields():
+    with ChatServer(wait, refused_fields=["guided_choice"]) as server:
+        backend = OpenAIBackend(OpenAIConfig(model="scripted", base_urls=(server.base_url,)))
+
+        async def once():
+            try:
+                return await backend.complete([{"role": "user", "content": "hi"}], choices=["A"])
+            finally:
+                await backend.close()
+
+        completion = asyncio.run(once())
+    assert completion.mode == "constrained:json_schema" and completion.text == '{"action": "A"}'
+    refused, answered = server.log.bodies
+    assert "guided_choice" in refused and "response_format" in answered
+    assert answered["max_tokens"] == 256 and answered["temperature"] == 0.0  # fields kept

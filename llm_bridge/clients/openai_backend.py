@@ -302,16 +302,18 @@ class OpenAIBackend:
         if not _refuses_a_field(error):
             return False
         message = error.message.lower()
+        fields, stepped = self._fields[base_url], self._stepped[base_url]
+        # Only optional fields: never the model, messages, nor a constraint (its own step-down).
+        optional = {*fields, *stepped, "seed"}
         named = [
             name
             for name in sent
-            if name not in _REQUIRED_FIELDS and re.search(rf"(?<![\w.]){name}(?!\w)", message)
+            if name in optional and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)
         ]
-        fields, stepped = self._fields[base_url], self._stepped[base_url]
         for name in named:
             if name in stepped:
                 if name not in fields:
-                    return True  # a concurrent request's refusal already left it out
+                    return True  # sent before a concurrent refusal left it out: ask again
                 continue  # refused under both names: nothing left to step down
             stepped.add(name)
             if name in TOKEN_FIELDS:
