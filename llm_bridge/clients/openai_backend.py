@@ -14,7 +14,7 @@ and, once the retries run out, a failed request quoting the body's first bytes. 
 is named everywhere (transcripts, notes, errors) without the user info of its URL.
 
 Constrained mode (the runner passes the legal action names as `choices`): each server is
-first asked through vLLM's choice extension in `extra_body` (`guided_choice`, and its
+first asked through vLLM's choice extension in the body (`guided_choice`, and its
 successor `structured_outputs.choice`, which servers that know it read instead), then,
 once it refuses that with a 4xx naming the field, through a JSON schema with an enum of
 the names (`response_format` of type `json_schema`, as OpenAI and vLLM take it), then the
@@ -37,7 +37,8 @@ reasoning models answer "Unsupported parameter: 'max_tokens' ... use
 budget moves to the other field name, any other field is left out; a note says so.
 
 Requests go through a lean HTTP client (`llm_bridge.clients.http`) in the OpenAI wire
-format; the SDK is not on the hot path (its request transform alone cost ~15 ms a request).
+format, not the openai SDK, whose request transform alone cost ~15 ms a request (the numbers
+are in that module's docstring).
 
 Reasoning models: a separate reasoning part (`message.reasoning_content`, or `reasoning`
 in newer vLLM) comes back in `Completion.reasoning`, and `finish_reason == "length"` (the
