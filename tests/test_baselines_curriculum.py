@@ -5,6 +5,7 @@ import json
 from dataclasses import fields, replace
 from pathlib import Path
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -255,10 +256,7 @@ def test_resumed_curriculum_equals_uninterrupted_run(curriculum_run, env, tmp_pa
 
     expected_state = latest_state(Path(config.out))
     actual_state = latest_state(tmp_path / "resumed")
-    for expected, actual in zip(
-        jax.tree.leaves(expected_state), jax.tree.leaves(actual_state), strict=True
-    ):
-        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(actual_state, expected_state, rtol=1e-5, atol=1e-6)
     assert int(actual_state["curriculum"]["stage"]) == 1
     assert resumed["final"]["return_per_seed"] == pytest.approx(summary["final"]["return_per_seed"])
     assert resumed["agent_steps_per_seed"] == summary["agent_steps_per_seed"]

@@ -9,6 +9,7 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -132,10 +133,7 @@ def test_resumed_run_equals_uninterrupted_run(ippo_run, tmp_path):
 
     uninterrupted_state, _ = saved_state(Path(config.out))
     resumed_state, _ = saved_state(tmp_path / "resumed")
-    for expected, actual in zip(
-        jax.tree.leaves(uninterrupted_state), jax.tree.leaves(resumed_state), strict=True
-    ):
-        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(resumed_state, uninterrupted_state, rtol=1e-5, atol=1e-6)
     assert resumed["final"]["return_per_seed"] == pytest.approx(summary["final"]["return_per_seed"])
     assert [r["update"] for r in records(tmp_path / "resumed", "train")] == [1, 2, 3, 4]
 
