@@ -410,6 +410,7 @@ SHIPPED = {
         DINING_ANCHORS,
     ),
     "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
+    "dining-3-shaped": ("dining_reference_3_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
     "dining-10-shaped": ("dining_reference_10_shaped.json", None, DINING_ANCHORS),
 }
