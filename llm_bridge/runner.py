@@ -248,8 +248,11 @@ class EvaluationRun:
         asked = chat[1 + len(self.few_shot) :]  # the system prompt and examples are in the header
         # An answer is reused only for the very prompt it answered: after a failed turn is
         # asked again, the rest of its episode may go another way and ask other prompts.
-        key = (self.config.first_episode + episode, step, seat, prompt_digest(asked))
-        completion = self._transcript.cached.get(key)
+        cached = self._transcript.cached  # a fresh run has none, and hashes no prompt
+        completion = None
+        if cached:
+            episode_id = self.config.first_episode + episode
+            completion = cached.get((episode_id, step, seat, prompt_digest(asked)))
         reused = completion is not None
         if not reused:
             backend = self.team[seat].backend
