@@ -19,13 +19,22 @@ from llm_bridge.gap.plan import plan_stratum
 from llm_bridge.gap.play import TeamResult, play_team
 from llm_bridge.gap.plots import plot_gap
 from llm_bridge.gap.report import markdown_report
-from llm_bridge.gap.scores import COMPARISONS, gap_interval, role_metrics, team_scores
+from llm_bridge.gap.scores import (
+    COMPARISONS,
+    gap_interval,
+    role_metrics,
+    team_scores,
+    with_derived,
+)
 
 USAGE_KEYS = (
     "requests", "failed_requests", "parse_rate", "cut_off", "empty_answers", "mode",
     "prompt_tokens", "completion_tokens", "cost", "wall_s",
 )  # fmt: skip
 """What the report keeps of each model run's usage (keys a run lacks are left out)."""
+GAP_FORMAT = 2
+"""gap.json's layout: 2 adds per-episode values per team, bootstrap team intervals, dining's
+meal_efficiency; reports without `format` were written before."""
 
 
 def run_gap(
@@ -44,8 +53,10 @@ def run_gap(
         for team in plan.teams:
             print(f"[{time.strftime('%H:%M:%S')}] {stratum.key}: {team.label}", flush=True)
             result = play_team(env_spec, stratum, team, config, out / "runs" / stratum.key)
-            teams[team.label] = _team_entry(result, roles, out)
-            values[stratum.key, team.label] = result.episodes
+            options = dataclasses.asdict(stratum.options)
+            episodes = with_derived(config.env, options, result.episodes)
+            teams[team.label] = _team_entry(result, episodes, roles, out)
+            values[stratum.key, team.label] = episodes
         strata.append(
             {
                 "key": stratum.key,
@@ -60,6 +71,7 @@ def run_gap(
             }
         )
     results = {
+        "format": GAP_FORMAT,
         "config": _describe(config),
         "roles": roles,
         "strata": strata,
@@ -83,14 +95,23 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
     print(f"wrote {out / 'gap.json'}, {out / 'gap.md'} and the figures in {out / 'figures'}")
 
 
-def _team_entry(result: TeamResult, roles: dict[str, str], out: Path) -> dict[str, Any]:
+def _team_entry(
+    result: TeamResult, episodes: dict[str, np.ndarray], roles: dict[str, str], out: Path
+) -> dict[str, Any]:
     entry = {
         "kind": result.team.kind,
         "name": result.team.name,
         "seats": list(result.team.seats),
         "result": str(result.result.relative_to(out)),
         "wall_s": result.wall_s,
-        "scores": team_scores(result.episodes, roles),
+        "scores": team_scores(episodes, roles),
+        # Per-episode values (seed order), so that `alemlite leaderboard` can resample them
+        # without the runs/ folder, which is not published.
+        "episodes": {
+            role: np.asarray(episodes[metric], np.float64).tolist()
+            for role, metric in roles.items()
+            if metric in episodes
+        },
     }
     if result.usage is not None:
         entry["usage"] = {key: result.usage[key] for key in USAGE_KEYS if key in result.usage}

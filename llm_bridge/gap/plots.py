@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_bridge.gap.report import ROLE_TITLES
+from llm_bridge.gap.report import ROLE_TITLES, comparison_label
 from llm_bridge.gap.scores import ROLES
 
 SHOWN_KINDS = ("llm", "marl", "scripted", "mixed")
@@ -30,16 +30,19 @@ def plot_gap(results: Mapping[str, Any], figures_dir: Path) -> dict[str, Path]:
     width = 0.8 / len(SHOWN_KINDS)
     for axis, role in zip(axes[0], roles, strict=True):
         for index, kind in enumerate(SHOWN_KINDS):
-            means, errors, where = [], [], []
+            means, errors, where, names = [], [], [], {}
             for position, stratum in enumerate(strata):
                 label = "llm" if kind == "llm" else stratum["references"].get(kind)
                 score = stratum["teams"].get(label, {}).get("scores", {}).get(role)
                 if score is not None:
+                    names[label] = None
                     where.append(position + (index - 1.5) * width)
                     means.append(score["mean"])
                     errors.append([score["mean"] - score["low"], score["high"] - score["mean"]])
             if means:
-                axis.bar(where, means, width, yerr=np.transpose(errors), capsize=2, label=kind)
+                # The legend names the reference (checkpoint, policy), not only its kind.
+                legend = ", ".join(names)
+                axis.bar(where, means, width, yerr=np.transpose(errors), capsize=2, label=legend)
         axis.set_xticks(range(len(strata)), [stratum["key"] for stratum in strata], fontsize=8)
         axis.set_title(f"{ROLE_TITLES[role]} ({results['roles'][role]})", fontsize=9)
     axes[0][0].legend(fontsize=7)
@@ -50,7 +53,7 @@ def plot_gap(results: Mapping[str, Any], figures_dir: Path) -> dict[str, Path]:
     plt.close(figure)
 
     rows = [
-        (f"{comparison}: {ROLE_TITLES[role]}", entry[role])
+        (f"{comparison_label(comparison, entry)}: {ROLE_TITLES[role]}", entry[role])
         for comparison, entry in results["gaps"].items()
         for role in roles
         if role in entry

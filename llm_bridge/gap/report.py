@@ -33,8 +33,9 @@ def markdown_report(results: Mapping[str, Any], figures: Mapping[str, Path], fol
         "",
         "Scores (higher is better): "
         + "; ".join(f"{ROLE_TITLES[role]} = `{roles[role]}`" for role in shown)
-        + ". Means with 95% t-intervals over episodes; gaps with 95% stratified-bootstrap "
-        "intervals (strata: difficulty x team size).",
+        + ". Means with 95% percentile-bootstrap intervals over episodes; gaps with 95% "
+        "stratified-bootstrap intervals (strata: difficulty x team size); each gap names the "
+        "reference it is taken against.",
         "",
         "## Gaps",
         "",
@@ -62,7 +63,7 @@ def markdown_report(results: Mapping[str, Any], figures: Mapping[str, Path], fol
                     rows.append(
                         [
                             str(stratum["team_size"]),
-                            f"**{comparison}**",
+                            f"**{comparison_label(comparison, entry)}**",
                             *(_gap(entry.get(role)) for role in shown),
                         ]
                     )
@@ -97,7 +98,7 @@ def gap_table(results: Mapping[str, Any]) -> str:
         ["comparison", *(ROLE_TITLES[role] for role in shown), "strata", "not measured"],
         [
             [
-                comparison,
+                comparison_label(comparison, entry),
                 *(_gap(entry.get(role)) for role in shown),
                 ", ".join(entry["strata"]) or "none",
                 ", ".join(entry["missing"]) or "",
@@ -105,6 +106,21 @@ def gap_table(results: Mapping[str, Any]) -> str:
             for comparison, entry in results["gaps"].items()
         ],
     )
+
+
+def comparison_label(comparison: str, entry: Mapping[str, Any]) -> str:
+    """`LLM - MARL (ippo-dining-5)`: the comparison and the reference team(s) it is taken
+    against, by checkpoint or policy name."""
+    references = dict.fromkeys(pair[1] for pair in entry.get("teams", {}).values())
+    if not references:
+        return comparison
+    return f"{comparison} ({', '.join(name.split(':', 1)[-1] for name in references)})"
+
+
+def number(value: float, signed: bool = False, digits: int = 3) -> str:
+    """`value` to `digits` decimals, never `-0.000` (a value that rounds to zero is 0)."""
+    rounded = round(float(value), digits) or 0.0  # -0.0 is falsy: it becomes 0.0
+    return f"{rounded:{'+' if signed else ''}.{digits}f}"
 
 
 def _usage_table(results: Mapping[str, Any]) -> str:
@@ -136,13 +152,14 @@ def _usage_table(results: Mapping[str, Any]) -> str:
 def _interval(entry: Mapping[str, float] | None) -> str:
     if entry is None:
         return "-"
-    return f"{entry['mean']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+    return f"{number(entry['mean'])} [{number(entry['low'])}, {number(entry['high'])}]"
 
 
 def _gap(entry: Mapping[str, float] | None) -> str:
     if entry is None:
         return "-"
-    return f"{entry['gap']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
+    gap, low, high = (number(entry[key], signed=True) for key in ("gap", "low", "high"))
+    return f"{gap} [{low}, {high}]"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
