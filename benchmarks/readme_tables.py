@@ -360,7 +360,12 @@ def llm_backend_speed() -> str:
 
 
 # The real-model gap reports: folder under benchmarks/results/ -> how the model answered.
-GAP_SMOLLM2 = {"gap_dining_smollm2_shaped_loglik": "loglik"}
+GAP_SMOLLM2 = {
+    "gap_dining_smollm2_shaped_loglik": "loglik",
+    "gap_dining_smollm2_shaped_constrained": "constrained",
+    "gap_dining_smollm2_shaped_free": "free text",
+    "gap_dining_smollm2_paper_loglik": "loglik",
+}
 
 
 def _best_scripted(stratum: dict) -> tuple[str, dict]:
