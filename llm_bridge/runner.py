@@ -176,7 +176,9 @@ class EvaluationRun:
         self.options = options
         self.config = config
         self.noop_action = noop_action
-        self.parser = ActionParser(env.action_names, noop_action, renderer.message_chars)
+        # Read once: an environment may build its names anew on every read (Craft's layers).
+        self.action_names = tuple(env.action_names)
+        self.parser = ActionParser(self.action_names, noop_action, renderer.message_chars)
         self.system_prompt = config.system_prompt or renderer.system_prompt(options)
         self.few_shot = [{"role": role, "content": content} for role, content in config.few_shot]
         if config.constrained:
@@ -217,7 +219,7 @@ class EvaluationRun:
         if self.options.scratchpad:
             notes.append(f"Your scratchpad: {self._scratchpads[episode, seat] or '(empty)'}")
         if self.options.parse_feedback and self._parse_failed[episode, seat]:
-            noop = self.env.action_names[self.noop_action]
+            noop = self.action_names[self.noop_action]
             notes.append(
                 f"Note: your last reply had no valid action, so {noop} was used. "
                 "Answer with <action>NAME</action>."
@@ -234,8 +236,8 @@ class EvaluationRun:
 
     def _assistant_text(self, reply: ParsedReply) -> str:
         if self.config.constrained:  # as the constrained reply itself: the name alone
-            return self.env.action_names[reply.action]
-        text = f"<action>{self.env.action_names[reply.action]}</action>"
+            return self.action_names[reply.action]
+        text = f"<action>{self.action_names[reply.action]}</action>"
         if self.options.communication and reply.message:
             text += f"<message>{reply.message}</message>"
         return text
@@ -257,7 +259,7 @@ class EvaluationRun:
         if not reused:
             backend = self.team[seat].backend
             if self.config.constrained or self.config.decoding == "loglik":
-                choices = np.asarray(self.env.action_names)[legal.astype(bool)].tolist()
+                choices = np.asarray(self.action_names)[legal.astype(bool)].tolist()
                 completion = await backend.complete(chat, choices=choices)
             else:
                 completion = await backend.complete(chat)
@@ -283,7 +285,7 @@ class EvaluationRun:
                     "attempts": completion.attempts,
                     "error": completion.error,
                     "server": completion.server,
-                    "action": self.env.action_names[turn.reply.action],
+                    "action": self.action_names[turn.reply.action],
                     "parse": turn.reply.method,
                     "message": turn.reply.message,
                     **(
