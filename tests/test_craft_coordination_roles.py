@@ -1,5 +1,6 @@
 """Difficulty, roles, trading, messages, switches and state size of the coordination layer."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -190,7 +191,7 @@ def test_every_part_off_is_the_base_world():
 
     first = rollout(base, jax.random.PRNGKey(2))
     second = rollout(parts_off, jax.random.PRNGKey(2))
-    jax.tree.map(np.testing.assert_array_equal, first, second)
+    chex.assert_trees_all_equal(first, second)
     assert not np.array_equal(first[0][3].position, first[-1][3].position)  # it moved
 
 

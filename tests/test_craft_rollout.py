@@ -1,5 +1,6 @@
 """Invariants over random rollouts, determinism, state size and auto-reset from the pool."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,7 +97,7 @@ def test_achievements_never_get_lost_and_some_are_unlocked(records):
 
 def test_deterministic_from_the_key(compiled_rollout, records):
     again = jax.device_get(compiled_rollout(jax.random.PRNGKey(7)))
-    jax.tree.map(np.testing.assert_array_equal, records, again)
+    chex.assert_trees_all_equal(records, again)
     other = jax.device_get(compiled_rollout(jax.random.PRNGKey(8)))
     assert not np.array_equal(records["agents"].position, other["agents"].position)
 
