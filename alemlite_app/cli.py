@@ -42,6 +42,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("compare",): "llm_bridge.compare:compare_command",
     ("merge",): "llm_bridge.shards:merge_command",
     ("gap",): "alemlite_app.evaluate:gap",
+    ("leaderboard",): "alemlite_app.evaluate:leaderboard",
     ("bench",): "benchmarks.bench.throughput:run",
     ("bench", "policies"): "benchmarks.bench.policies:run",
     ("bench", "prompts"): "benchmarks.bench.prompts:run",

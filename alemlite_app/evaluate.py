@@ -33,6 +33,7 @@ from alemlite.outputs import writable_folder
 from alemlite.report import format_table, report_path, write_report
 from baselines.seats import Seat, parse_seat, team_policy, team_seats
 from llm_bridge.gap.config import GapConfig
+from llm_bridge.leaderboard import LeaderboardConfig
 from llm_bridge.options import LLMOptions, PromptSwitches
 from llm_bridge.shards import Shard, parse_shard
 
@@ -108,6 +109,19 @@ def gap(config: GapConfig) -> dict[str, Any]:
     # The report records the commit, command and machine; published folders need --publish.
     provenance = begin_run([config.out_dir], config.allow_dirty, config.publish)
     return run_gap(config, provenance.describe)
+
+
+def leaderboard(config: LeaderboardConfig) -> Path:
+    """Many models' gap reports in one table, plot and page, with the MARL and scripted
+    references; returns the page's path."""
+    from benchmarks.provenance import begin_run
+    from llm_bridge.leaderboard import build_leaderboard
+    from llm_bridge.viewer.leaderboard import write_leaderboard
+
+    provenance = begin_run([config.out], config.allow_dirty, config.publish)
+    board = build_leaderboard(config)
+    board["provenance"] = provenance.describe()
+    return write_leaderboard(board, config.out)
 
 
 def _evaluate(config: EvalConfig, default_team: str) -> dict[str, Any]:

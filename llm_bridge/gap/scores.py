@@ -46,8 +46,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+import alemlite
 from alemlite.core.spec import EnvSpec
-from alemlite.envs.dining.max_meals import lookup_max_meals, max_meals_table
 from alemlite.stats import bootstrap_ci, stratified_bootstrap
 
 ROLE_METRICS: dict[str, tuple[str, ...]] = {
@@ -95,8 +95,9 @@ def with_derived(
     meals_total over the table's `max_meals` for its size and `max_steps`)."""
     episodes = {name: np.asarray(values) for name, values in episodes.items()}
     if env == "dining" and "meals_total" in episodes:
-        size, steps = int(options["num_agents"]), int(options["max_steps"])
-        most = int(lookup_max_meals(max_meals_table(size), size, steps))
+        env_spec = alemlite.spec(env)
+        table = env_spec.build(env_spec.options(**options))
+        most = int(table.max_meals(table.default_params))
         # In float64: a float32 count from a compiled run and a JSON one must score alike.
         meals = episodes["meals_total"].astype(np.float64)
         episodes["meal_efficiency"] = meals / max(most, 1)

@@ -10,6 +10,7 @@ lists the episodes with their scores. Pages need no server: open `index.html` fr
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +36,8 @@ class ViewConfig:
     and an index of them; open index.html in a browser, no server needed."""
 
     run_dir: Positional[Path] = Path("runs/llm")
-    """the run folder: its transcript.jsonl (and summary.json); default: eval-llm's default
-    --out"""
+    """the run folder: its transcript.jsonl (and summary.json), or a leaderboard folder
+    (leaderboard.json); default: eval-llm's default --out"""
     out: Path | None = None
     """the folder of the pages (default: RUN_DIR/view)"""
     frame_px: int = 256
@@ -53,7 +54,16 @@ class ViewConfig:
 
 def view(config: ViewConfig) -> Path:
     """Write one HTML page per episode of an LLM run (replayed from its transcript) and an
-    index of them; returns the index's path."""
+    index of them, or a leaderboard folder's page; returns the index's path."""
+    board = config.run_dir / "leaderboard.json"
+    if board.is_file():
+        from llm_bridge.viewer.leaderboard import page
+
+        index = (config.run_dir if config.out is None else config.out) / "index.html"
+        writable_folder(index.parent)
+        write_page(index, page(json.loads(board.read_text())))
+        print(f"wrote {index}; open it in a browser")
+        return index
     records = read_run(config.run_dir)
     require(
         bool(records.steps),
