@@ -418,6 +418,7 @@ SHIPPED = {
     "dining-3-shaped": ("dining_reference_3_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
     "dining-10-shaped": ("dining_reference_10_shaped.json", None, DINING_ANCHORS),
+    "dining-15-shaped": ("dining_reference_15_shaped.json", None, DINING_ANCHORS),
 }
 
 
