@@ -55,7 +55,10 @@ _KEY_LIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bBearer\s+\S{16,}")
 def read_model_file(path: Path) -> dict[str, Any]:
     """The options a model file sets, by option name (`base_url` as a tuple, `temperature`
     "omit" as None); one-line `ConfigError`s for anything else."""
-    import tomllib  # Python 3.11+; read only when a model file is given
+    try:
+        import tomllib  # read only when a model file is given
+    except ModuleNotFoundError:
+        raise ConfigError(f"model_config={path} needs Python 3.11 or newer (tomllib)") from None
 
     require(path.is_file(), f"model_config={path} is no file; give a models/NAME.toml")
     text = path.read_text()
