@@ -76,6 +76,24 @@ def marl_dining() -> str:
                 for n in DINING_SIZES
             ]
             lines.append(f"| {algorithm.upper()}, {label} | " + " | ".join(cells) + " |")
+    # The references learn from the team reward (`benchmarks.dining_references`, 4 seeds).
+    references = {n: load(f"dining_reference_{n}_shaped.json") for n in DINING_SIZES}
+    for algorithm in ("ippo", "mappo"):
+        cells = [
+            format_interval(references[n]["runs"][algorithm]["best"]["return_across_seeds"])
+            for n in DINING_SIZES
+        ]
+        lines.append(
+            f"| {algorithm.upper()}, team reward (4 seeds), best checkpoint | "
+            + " | ".join(cells)
+            + " |"
+        )
+    cells = [
+        f"{format_interval(references[n]['test']['return'])} "
+        f"({references[n]['chosen']['algorithm'].upper()})"
+        for n in DINING_SIZES
+    ]
+    lines.append("| shipped `dining-N-shaped` | " + " | ".join(cells) + " |")
     for policy, label in SCRIPTED_NAMES.items():
         cells = [
             f"{runs[n][f'ippo-dining-{n}']['references'][policy]['return_across_seeds']['mean']:.2f}"
