@@ -19,7 +19,8 @@ import pytest
 from alemlite_app.cli import main
 from tests.llm_server import ChatServer
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 # The budgets appended to each command, by its first word.
 BUDGETS = {
     "train": [
@@ -74,6 +75,8 @@ def test_every_readme_command_runs(tmp_path, monkeypatch):
                     matches = sorted(glob.glob(word))
                     assert len(matches) == 1, f"{command}: {word} matches {matches}"
                     argv.append(matches[0])
+                elif (ROOT / word).is_file():  # a file of the repository, where a reader is
+                    argv.append(str(ROOT / word))
                 elif argv and argv[-1] == "--base-url":  # the server a reader starts
                     argv.append(server.base_url)
                 else:
