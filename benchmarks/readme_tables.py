@@ -377,6 +377,27 @@ def llm_backend_speed() -> str:
     return "\n".join(rows)
 
 
+def llm_backend_agreement() -> str:
+    """llama.cpp's server and the transformers backend on one GGUF file and the same seeds."""
+    results = load("llm_backend_agreement_cpu.json")
+    rows = [
+        "| answer | stack | mode reached | turns | parse rate | actions | return "
+        "| same action / same reply on the same prompt |",
+        "| --- | --- | --- | ---: | ---: | --- | ---: | --- |",
+    ]
+    for name, stack in results["stacks"].items():
+        stack_name, answer = name.split("/")
+        agreement = results["agreement"][answer]
+        shares = ", ".join(f"{a} {share:.0%}" for a, share in stack["action_share"].items())
+        rows.append(
+            f"| {answer} | {stack_name} | {stack['mode']} | {stack['turns']} "
+            f"| {stack['parse_rate']:.2f} | {shares} | {stack['mean_return']:.2f} "
+            f"| {agreement['same_action_share']:.0%} / {agreement['same_reply_share']:.0%} "
+            f"of {agreement['same_prompt_turns']} |"
+        )
+    return "\n".join(rows)
+
+
 # The real-model gap reports: folder under benchmarks/results/ -> how the model answered.
 GAP_SMOLLM2 = {
     "gap_dining_smollm2_shaped_loglik": "loglik",
@@ -566,6 +587,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "training_speed_obs_encodings": training_speed_obs_encodings,
     "gap_dining_stand_in": gap_dining_stand_in,
     "llm_backend_speed": llm_backend_speed,
+    "llm_backend_agreement": llm_backend_agreement,
     "gap_smollm2": gap_smollm2,
 }
 
