@@ -460,6 +460,7 @@ SHIPPED = {
     "dining-15-shaped": ("dining_reference_15_shaped.json", None, DINING_ANCHORS),
     "dining-3-paper": ("dining_reference_3_paper.json", None, DINING_ANCHORS),
     "dining-5-paper": ("dining_reference_5_paper.json", None, DINING_ANCHORS),
+    "dining-10-paper": ("dining_reference_10_paper.json", None, DINING_ANCHORS),
 }
 
 
