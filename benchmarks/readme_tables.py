@@ -461,6 +461,7 @@ SHIPPED = {
     "dining-3-paper": ("dining_reference_3_paper.json", None, DINING_ANCHORS),
     "dining-5-paper": ("dining_reference_5_paper.json", None, DINING_ANCHORS),
     "dining-10-paper": ("dining_reference_10_paper.json", None, DINING_ANCHORS),
+    "dining-15-paper": ("dining_reference_15_paper.json", None, DINING_ANCHORS),
 }
 
 
