@@ -377,6 +377,28 @@ def llm_backend_speed() -> str:
     return "\n".join(rows)
 
 
+def llm_harness_speed() -> str:
+    """Turns per second of eval-llm's harness against an instant loopback server."""
+    results = load("llm_harness_speed_cpu.json")
+    goals = {"dining": 2000, "craft": 1000}
+    rows = [
+        "| environment | turns/s (median) | rounds | goal | compile, apart | compiles while timed "
+        "| client / server CPU per turn |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for env, result in results["results"].items():
+        runs = result["runs"]
+        rates = ", ".join(f"{run['turns_per_s']:,.0f}" for run in runs)
+        client = statistics.median(run["client_cpu_ms_per_turn"] for run in runs)
+        server = statistics.median(run["server_cpu_ms_per_turn"] for run in runs)
+        rows.append(
+            f"| {env} | {result['turns_per_s']:,.0f} | {rates} | {goals[env]:,} "
+            f"| {result['compile_s']:.1f} s | {result['timed_compiles']} "
+            f"| {client:.2f} / {server:.2f} ms |"
+        )
+    return "\n".join(rows)
+
+
 def llm_backend_agreement() -> str:
     """llama.cpp's server and the transformers backend on one GGUF file and the same seeds."""
     results = load("llm_backend_agreement_cpu.json")
@@ -404,21 +426,28 @@ GAP_SMOLLM2 = {
     "gap_dining_smollm2_shaped_constrained": "constrained",
     "gap_dining_smollm2_shaped_free": "free text",
     "gap_dining_smollm2_paper_loglik": "loglik",
+    "gap_craft_smollm2_loglik": "loglik",
+    "gap_craft_smollm2_constrained": "constrained",
+    "gap_craft_smollm2_free": "free text",
 }
 
 
-def _best_scripted(stratum: dict) -> tuple[str, dict]:
-    scripted = {k: t for k, t in stratum["teams"].items() if t["kind"] == "scripted"}
-    label = max(scripted, key=lambda k: scripted[k]["scores"]["return"]["mean"])
-    return label.removeprefix("scripted:"), scripted[label]
+def _best_of(stratum: dict, kind: str) -> str:
+    """`RETURN (NAME)` of the stratum's best team of `kind`, or `-` where none played."""
+    teams = {k: t for k, t in stratum["teams"].items() if t["kind"] == kind}
+    if not teams:
+        return "-"
+    label = max(teams, key=lambda k: teams[k]["scores"]["return"]["mean"])
+    return f"{teams[label]['scores']['return']['mean']:.2f} ({label.removeprefix(kind + ':')})"
 
 
 def gap_smollm2() -> str:
-    """SmolLM2-135M in every seat, per report and stratum, beside the best scripted team."""
+    """SmolLM2-135M in every seat, per report and stratum, beside the MARL reference and the
+    best scripted team."""
     rows = [
-        "| setting | answer | stratum | episodes | return (model) | return (best scripted) "
-        "| base task (model) | no base task | parse rate | turns | wall |",
-        "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| setting | answer | stratum | episodes | return (model) | return (MARL reference) "
+        "| return (best scripted) | base task (model) | no base task | parse rate | turns |",
+        "| --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for folder, answer in GAP_SMOLLM2.items():
         report = json.loads((RESULTS_DIR / folder / "gap.json").read_text())
@@ -430,15 +459,14 @@ def gap_smollm2() -> str:
         )
         for stratum in report["strata"]:
             model = stratum["teams"]["llm"]
-            name, scripted = _best_scripted(stratum)
             usage = model["usage"]
             scores = model["scores"]
             rows.append(
                 f"| {setting} | {answer} | {stratum['key']} | {scores['return']['n']} "
                 f"| {format_interval(scores['return'])} "
-                f"| {scripted['scores']['return']['mean']:.2f} ({name}) "
+                f"| {_best_of(stratum, 'marl')} | {_best_of(stratum, 'scripted')} "
                 f"| {scores['base']['mean']:.3f} | {scores['base']['zero_share']:.0%} "
-                f"| {usage['parse_rate']:.2f} | {usage['requests']:,} | {usage['wall_s']:.0f} s |"
+                f"| {usage['parse_rate']:.2f} | {usage['requests']:,} |"
             )
     return "\n".join(rows)
 
@@ -590,6 +618,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "gap_dining_stand_in": gap_dining_stand_in,
     "llm_backend_speed": llm_backend_speed,
     "llm_backend_agreement": llm_backend_agreement,
+    "llm_harness_speed": llm_harness_speed,
     "gap_smollm2": gap_smollm2,
 }
 
