@@ -55,11 +55,12 @@ class LeaderboardConfig:
     """publish from a tree with uncommitted changes (the JSON says so)"""
 
     def __post_init__(self) -> None:
-        require(bool(self.runs), "runs= is empty; give one or more `alemlite gap` --out folders")
+        # A bad value is named first, whatever else the command line lacks.
         require(
             self.first_episodes is None or self.first_episodes >= 1,
             f"first_episodes={self.first_episodes} must be at least 1",
         )
+        require(bool(self.runs), "runs= is empty; give one or more `alemlite gap` --out folders")
 
 
 def _model_label(config: Mapping[str, Any]) -> str:
