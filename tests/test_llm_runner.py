@@ -190,6 +190,17 @@ class CrashAfter:
         await self.inner.close()
 
 
+def _settled(server, quiet_s: float = 0.3) -> int:
+    """The server's request count once the crashed run's last sent requests have reached it:
+    they were on the wire when the run died, and the server's threads read them a little
+    later, so an early count would charge them to the resumed run."""
+    count = -1
+    while count != server.log.requests or server.log.in_flight:
+        count = server.log.requests
+        time.sleep(quiet_s)
+    return count
+
+
 def test_a_crashed_run_resumes_to_the_same_summary(env, reference, tmp_path):
     reference_report, _, _ = reference
     crash_at = 37  # part-way through a step: some of its requests are answered, some not
@@ -201,7 +212,7 @@ def test_a_crashed_run_resumes_to_the_same_summary(env, reference, tmp_path):
         # A torn last line, as a kill in the middle of a write leaves it.
         with (tmp_path / "transcript.jsonl").open("a") as stream:
             stream.write('{"type": "turn", "episode": 0, "st')
-        before = server.log.requests
+        before = _settled(server)
         resumed = run(
             env, [LLMAgent(backend(server.base_url), "scripted")] * PHILOSOPHERS, tmp_path
         )
