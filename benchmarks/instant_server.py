@@ -18,9 +18,11 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from llm_bridge.clients.base import ChatMessages, Completion
 
 _LEGAL = re.compile(r"Legal actions now: ([^,\n]+)")
 
@@ -35,6 +37,30 @@ def answer(body: dict, default_action: str) -> str:
     )
     legal = _LEGAL.search(text)
     return f"<action>{legal.group(1).strip() if legal else default_action}</action>"
+
+
+class InstantSeats:
+    """A backend answering in-process at once, for warm-up runs that compile every program:
+    `action` when given, else the first legal choice the runner offers, else WAIT."""
+
+    name = "instant"
+
+    def __init__(self, action: str | None = None):
+        self._action = action
+
+    async def complete(
+        self, messages: ChatMessages, seed: int | None = None, choices: Sequence[str] | None = None
+    ) -> Completion:
+        return Completion(text=f"<action>{self._action or (choices or ['WAIT'])[0]}</action>")
+
+    async def check(self) -> None:
+        pass
+
+    async def check_images(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
 
 
 def _response(status: int, payload: dict) -> bytes:

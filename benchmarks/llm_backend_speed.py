@@ -25,7 +25,6 @@ import multiprocessing
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,8 @@ import tyro
 import alemlite
 from alemlite.core.errors import require_at_least
 from benchmarks.harness import ResultsFolder, write_results
+from benchmarks.instant_server import InstantSeats
 from llm_bridge.agents import LLMAgent
-from llm_bridge.clients.base import ChatMessages, Completion
 from llm_bridge.clients.hf_backend import HFBackend, HFConfig
 from llm_bridge.runner import RunConfig, run_evaluation
 
@@ -71,26 +70,6 @@ class BackendSpeedConfig(ResultsFolder):
             rounds=self.rounds,
             load_processes=self.load_processes,
         )
-
-
-class _Instant:
-    """Answers at once with the first legal action: the warm-up run's seats."""
-
-    name = "instant"
-
-    async def complete(
-        self, messages: ChatMessages, seed: int | None = None, choices: Sequence[str] | None = None
-    ) -> Completion:
-        return Completion(text=f"<action>{(choices or ['WAIT'])[0]}</action>")
-
-    async def check(self) -> None:
-        pass
-
-    async def check_images(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
 
 def _settings(config: BackendSpeedConfig) -> dict[str, tuple[Any, int]]:
@@ -166,7 +145,9 @@ def _measure(config: BackendSpeedConfig, runs_dir: Path, out_dir: Path) -> dict[
     for env_name, (options, episodes) in _settings(config).items():
         started = time.perf_counter()
         for decoding in ("generate", "loglik"):  # both programs' shapes are the same
-            _play(env_name, options, episodes, _Instant(), runs_dir / "warm-up", decoding, False)
+            _play(
+                env_name, options, episodes, InstantSeats(), runs_dir / "warm-up", decoding, False
+            )
         compile_s[env_name] = round(time.perf_counter() - started, 2)
         for round_index in range(config.rounds):
             order = ("float32", "bfloat16") if round_index % 2 == 0 else ("bfloat16", "float32")

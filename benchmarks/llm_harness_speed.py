@@ -24,7 +24,6 @@ import logging
 import statistics
 import tempfile
 import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,8 @@ import tyro
 import alemlite
 from alemlite.core.errors import require_at_least
 from benchmarks.harness import ResultsFolder, write_results
-from benchmarks.instant_server import instant_server
+from benchmarks.instant_server import InstantSeats, instant_server
 from llm_bridge.agents import LLMAgent
-from llm_bridge.clients.base import ChatMessages, Completion
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.runner import RunConfig, run_evaluation
 
@@ -70,29 +68,6 @@ class HarnessSpeedConfig(ResultsFolder):
         )
 
 
-class _Instant:
-    """Seats answering in-process at once: the warm-up that compiles every program."""
-
-    name = "instant"
-
-    def __init__(self, action: str):
-        self._reply = f"<action>{action}</action>"
-
-    async def complete(
-        self, messages: ChatMessages, seed: int | None = None, choices: Sequence[str] | None = None
-    ) -> Completion:
-        return Completion(text=self._reply)
-
-    async def check(self) -> None:
-        pass
-
-    async def check_images(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
-
-
 class _CompileCounter(logging.Handler):
     """Counts JAX's "Finished XLA compilation" log lines (jax_log_compiles)."""
 
@@ -118,7 +93,7 @@ def _play(env, env_name: str, team, episodes: int, out: Path) -> dict[str, Any]:
 
 def _measure_env(config: HarnessSpeedConfig, env_name: str, options, runs_dir: Path) -> dict:
     env = alemlite.spec(env_name).build(options)
-    warm = [LLMAgent(_Instant(_DEFAULT_ACTION[env_name]), "instant")] * env.num_agents
+    warm = [LLMAgent(InstantSeats(_DEFAULT_ACTION[env_name]), "instant")] * env.num_agents
     compile_s = _play(env, env_name, warm, config.episodes, runs_dir / "warm-up")["usage"][
         "compile_s"
     ]
