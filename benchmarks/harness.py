@@ -14,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,12 @@ class Timing:
     min_s: float
     max_s: float
     repeats: int
+
+
+@cache
+def load_results(name: str) -> dict[str, Any]:
+    """A published results file under benchmarks/results/, read once per process."""
+    return json.loads((RESULTS_DIR / name).read_text())
 
 
 def time_compiled(function: Callable, *args: Any, repeats: int = 5) -> Timing:

@@ -1,0 +1,132 @@
+"""The LLM results tables of the READMEs and docs (`benchmarks.readme_tables` places them):
+backend and harness speed, the two inference stacks side by side, and the gap reports of
+the stand-in and of the real model."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+from benchmarks.harness import RESULTS_DIR, format_interval
+from benchmarks.harness import load_results as load
+from llm_bridge.gap.report import gap_table
+
+
+def gap_dining_stand_in() -> str:
+    """The headline gaps of the dining gap report against the scripted stand-in model."""
+    report = json.loads((RESULTS_DIR / "gap_dining_stand_in" / "gap.json").read_text())
+    return gap_table(report)
+
+
+def llm_backend_speed() -> str:
+    """Turns per second of the transformers backend on SmolLM2-135M, by mode and weights."""
+    results = load("llm_backend_speed_cpu.json")
+    rows = [
+        "| environment | answer | weights | turns/s | tokens computed / in prompt per turn "
+        "| parse rate |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for key, rate in results["turns_per_s"].items():
+        env, mode, dtype = key.split("/")
+        run = next(
+            r for r in results["runs"] if (r["env"], r["mode"], r["dtype"]) == (env, mode, dtype)
+        )
+        rows.append(
+            f"| {env} | {mode} | {dtype} | {rate:.2f} | {run['computed_tokens_per_turn']:.0f} / "
+            f"{run['prompt_tokens_per_turn']:.0f} | {run['parse_rate']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def llm_harness_speed() -> str:
+    """Turns per second of eval-llm's harness against an instant loopback server."""
+    results = load("llm_harness_speed_cpu.json")
+    goals = {"dining": 2000, "craft": 1000}
+    rows = [
+        "| environment | turns/s (median) | rounds | goal | compile, apart | compiles while timed "
+        "| client / server CPU per turn |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for env, result in results["results"].items():
+        runs = result["runs"]
+        rates = ", ".join(f"{run['turns_per_s']:,.0f}" for run in runs)
+        client = statistics.median(run["client_cpu_ms_per_turn"] for run in runs)
+        server = statistics.median(run["server_cpu_ms_per_turn"] for run in runs)
+        rows.append(
+            f"| {env} | {result['turns_per_s']:,.0f} | {rates} | {goals[env]:,} "
+            f"| {result['compile_s']:.1f} s | {result['timed_compiles']} "
+            f"| {client:.2f} / {server:.2f} ms |"
+        )
+    return "\n".join(rows)
+
+
+def llm_backend_agreement() -> str:
+    """llama.cpp's server and the transformers backend on one GGUF file and the same seeds."""
+    results = load("llm_backend_agreement_cpu.json")
+    rows = [
+        "| answer | stack | mode reached | turns | parse rate | actions | return "
+        "| same action / same reply on the same prompt |",
+        "| --- | --- | --- | ---: | ---: | --- | ---: | --- |",
+    ]
+    for name, stack in results["stacks"].items():
+        stack_name, answer = name.split("/")
+        agreement = results["agreement"][answer]
+        shares = ", ".join(f"{a} {share:.0%}" for a, share in stack["action_share"].items())
+        rows.append(
+            f"| {answer} | {stack_name} | {stack['mode']} | {stack['turns']} "
+            f"| {stack['parse_rate']:.2f} | {shares} | {stack['mean_return']:.2f} "
+            f"| {agreement['same_action_share']:.0%} / {agreement['same_reply_share']:.0%} "
+            f"of {agreement['same_prompt_turns']} |"
+        )
+    return "\n".join(rows)
+
+
+# The real-model gap reports: folder under benchmarks/results/ -> how the model answered.
+GAP_SMOLLM2 = {
+    "gap_dining_smollm2_shaped_loglik": "loglik",
+    "gap_dining_smollm2_shaped_constrained": "constrained",
+    "gap_dining_smollm2_shaped_free": "free text",
+    "gap_dining_smollm2_paper_loglik": "loglik",
+    "gap_craft_smollm2_loglik": "loglik",
+    "gap_craft_smollm2_constrained": "constrained",
+    "gap_craft_smollm2_free": "free text",
+}
+
+
+def _best_of(stratum: dict, kind: str) -> str:
+    """`RETURN (NAME)` of the stratum's best team of `kind`, or `-` where none played."""
+    teams = {k: t for k, t in stratum["teams"].items() if t["kind"] == kind}
+    if not teams:
+        return "-"
+    label = max(teams, key=lambda k: teams[k]["scores"]["return"]["mean"])
+    return f"{teams[label]['scores']['return']['mean']:.2f} ({label.removeprefix(kind + ':')})"
+
+
+def gap_smollm2() -> str:
+    """SmolLM2-135M in every seat, per report and stratum, beside the MARL reference and the
+    best scripted team."""
+    rows = [
+        "| setting | answer | stratum | episodes | return (model) | return (MARL reference) "
+        "| return (best scripted) | base task (model) | no base task | parse rate | turns |",
+        "| --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for folder, answer in GAP_SMOLLM2.items():
+        report = json.loads((RESULTS_DIR / folder / "gap.json").read_text())
+        options = report["config"]["options"]
+        setting = (
+            f"dining, {options['reward']}"
+            if report["config"]["env"] == "dining"
+            else f"craft, map {options['map_size']}, {options['max_steps']} steps"
+        )
+        for stratum in report["strata"]:
+            model = stratum["teams"]["llm"]
+            usage = model["usage"]
+            scores = model["scores"]
+            rows.append(
+                f"| {setting} | {answer} | {stratum['key']} | {scores['return']['n']} "
+                f"| {format_interval(scores['return'])} "
+                f"| {_best_of(stratum, 'marl')} | {_best_of(stratum, 'scripted')} "
+                f"| {scores['base']['mean']:.3f} | {scores['base']['zero_share']:.0%} "
+                f"| {usage['parse_rate']:.2f} | {usage['requests']:,} |"
+            )
+    return "\n".join(rows)
