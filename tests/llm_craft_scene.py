@@ -18,6 +18,7 @@ import numpy as np
 
 from alemlite.core.errors import require
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.state import empty_coordination
 from alemlite.envs.craft.world.state import fresh_agents
 
@@ -26,7 +27,7 @@ SCENE_MESSAGES = np.array([["", "meet at the tree", ""]], dtype=object)
 
 def _task_byte(kind: int, quorum_roll: int) -> int:
     """A task byte; a roll of 0 asks for the whole team (alpha > 0), 63 for two agents."""
-    return kind | (quorum_roll << C.TASK_KIND_BITS)
+    return kind | (quorum_roll << L.TASK_KIND_BITS)
 
 
 def craft_scene(env: Any, params: Any) -> Any:
@@ -47,10 +48,10 @@ def craft_scene(env: Any, params: Any) -> Any:
     world = np.full_like(state.map, C.GRASS)
     tile_task = np.zeros_like(state.coordination.tile_task)
     for (row, col), material, byte in (
-        ((7, 8), C.TREE, _task_byte(C.TASK_HARD_SYNC, 0)),
-        ((8, 11), C.STONE, _task_byte(C.TASK_SOFT_SYNC, 63)),
-        ((6, 6), C.IRON, _task_byte(C.TASK_HANDOVER, 0)),
-        ((10, 9), C.COAL, _task_byte(C.TASK_HANDOVER, 0)),
+        ((7, 8), C.TREE, _task_byte(L.TASK_HARD_SYNC, 0)),
+        ((8, 11), C.STONE, _task_byte(L.TASK_SOFT_SYNC, 63)),
+        ((6, 6), C.IRON, _task_byte(L.TASK_HANDOVER, 0)),
+        ((10, 9), C.COAL, _task_byte(L.TASK_HANDOVER, 0)),
         ((5, 12), C.WATER, 0),
     ):
         world[row, col], tile_task[row, col] = material, byte
@@ -75,9 +76,9 @@ def craft_scene(env: Any, params: Any) -> Any:
     mob_elite = np.zeros_like(state.coordination.mob_elite)
     alive[[zombie, cow]] = True
     mob_position[zombie], mob_position[cow] = (5, 8), (11, 11)
-    health[zombie] = C.ZOMBIE_HEALTH * C.ELITE_HEALTH_FACTOR
-    health[cow] = C.COW_HEALTH * C.ELITE_HEALTH_FACTOR
-    mob_elite[zombie], mob_elite[cow] = C.ELITE_HARD, C.ELITE_SOFT
+    health[zombie] = C.ZOMBIE_HEALTH * L.ELITE_HEALTH_FACTOR
+    health[cow] = C.COW_HEALTH * L.ELITE_HEALTH_FACTOR
+    mob_elite[zombie], mob_elite[cow] = L.ELITE_HARD, L.ELITE_SOFT
 
     coordination = state.coordination
     task_position, task_starter, task_timer = (
@@ -95,19 +96,19 @@ def craft_scene(env: Any, params: Any) -> Any:
     site_timer = np.zeros(slots, np.int16)
     site_position[:3] = (6, 10), (10, 6), (11, 4)
     site_task[:3] = (
-        _task_byte(C.TASK_HARD_SYNC, 63),
-        _task_byte(C.TASK_HANDOVER, 0),
-        _task_byte(C.TASK_HARD_SYNC, 0),
+        _task_byte(L.TASK_HARD_SYNC, 63),
+        _task_byte(L.TASK_HANDOVER, 0),
+        _task_byte(L.TASK_HARD_SYNC, 0),
     )
-    starter[1], pending[1], site_timer[1] = 1, C.BUILDINGS.index("forge"), 5
-    building[2] = C.BUILDINGS.index("shelter")
+    starter[1], pending[1], site_timer[1] = 1, L.BUILDINGS.index("forge"), 5
+    building[2] = L.BUILDINGS.index("shelter")
     for slot in range(3):
         standing = building[slot]
         world[tuple(site_position[slot])] = (
-            C.SITE if standing < 0 else C.BUILDING_MATERIAL[standing]
+            C.SITE if standing < 0 else L.BUILDING_MATERIAL[standing]
         )
 
-    resource = C.REQUEST_RESOURCES.index
+    resource = L.REQUEST_RESOURCES.index
     coordination = coordination.replace(
         tile_task=tile_task,
         task_position=task_position,

@@ -7,6 +7,7 @@ import pytest
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination import construction
 from alemlite.envs.craft.world import mobs as mob_rules
 from alemlite.envs.craft.world import rendering
@@ -34,7 +35,7 @@ def with_sites(state, sites):
     world = state.map
     for slot, (where, byte, built) in enumerate(sites):
         position[slot], task[slot], building[slot] = where, byte, built
-        material = C.SITE if built < 0 else int(C.BUILDING_MATERIAL[built])
+        material = C.SITE if built < 0 else int(L.BUILDING_MATERIAL[built])
         world = world.at[tuple(where)].set(material)
     table = table.replace(
         position=jnp.asarray(position),
@@ -51,7 +52,7 @@ def site_scene(kind: int, roll: int = NEEDS_TWO, **share):
     """Agent 0 left of the site, agent 1 right of it, agent 2 above it, all facing it,
     each holding `share`."""
     state = quiet_scene([[5, 5], [5, 7], [4, 6]], facing=[RIGHT, LEFT, DOWN])
-    state = with_sites(state, [(SITE, kind | (roll << C.TASK_KIND_BITS), -1)])
+    state = with_sites(state, [(SITE, kind | (roll << L.TASK_KIND_BITS), -1)])
     for agent in range(3):
         state = set_inventory(state, agent, **share)
     return state
@@ -67,11 +68,11 @@ def items(state, name):
 
 
 def unlocked(state, name):
-    return np.asarray(state.coordination.achievements[:, C.COORDINATION_INDEX[name]]).tolist()
+    return np.asarray(state.coordination.achievements[:, L.COORDINATION_INDEX[name]]).tolist()
 
 
 def test_the_construction_actions_come_last_and_off_leaves_the_base_world():
-    assert ENV.action_names[FIRST:] == C.BUILD_ACTIONS
+    assert ENV.action_names[FIRST:] == L.BUILD_ACTIONS
     assert len(ENV.action_names) == ENV.num_actions == FIRST + 4
     off = make_craft(map_size=16, construction=False)
     assert off.action_names == ENV.action_names[:FIRST]
@@ -91,11 +92,11 @@ def test_generated_sites_are_solid_tiles_outside_the_start_disc():
     start = np.asarray(state.agents.position)
     assert np.abs(position[:, None] - start[None]).max(-1).min() >= 3
     kinds = np.asarray(sites.task)[present] & 3
-    assert set(kinds.tolist()) <= {C.TASK_HANDOVER, C.TASK_HARD_SYNC}
+    assert set(kinds.tolist()) <= {L.TASK_HANDOVER, L.TASK_HARD_SYNC}
 
 
 def test_building_without_the_share_does_nothing_and_is_masked():
-    state = site_scene(C.TASK_HARD_SYNC, wood=1)  # no stone
+    state = site_scene(L.TASK_HARD_SYNC, wood=1)  # no stone
     assert not np.asarray(MASK(state, PARAMS))[:, SHELTER].any()
     after, _ = act(state, [SHELTER, SHELTER, SHELTER])
     assert int(after.map[SITE]) == C.SITE and items(after, "wood") == [1, 1, 1]
@@ -103,21 +104,21 @@ def test_building_without_the_share_does_nothing_and_is_masked():
 
 
 def test_a_sync_site_fails_alone_and_stands_with_the_quorum():
-    state = site_scene(C.TASK_HARD_SYNC, **SHELTER_SHARE)
+    state = site_scene(L.TASK_HARD_SYNC, **SHELTER_SHARE)
     assert np.asarray(MASK(state, PARAMS))[:, SHELTER].all()
     alone, _ = act(state, [SHELTER, C.NOOP, C.NOOP])
     assert int(alone.map[SITE]) == C.SITE and items(alone, "wood") == [1, 1, 1]
 
     built, reward = act(state, [SHELTER, SHELTER, C.NOOP])
     assert int(built.map[SITE]) == C.SHELTER
-    assert int(built.coordination.sites.building[0]) == C.SHELTER_KIND
+    assert int(built.coordination.sites.building[0]) == L.SHELTER_KIND
     assert items(built, "wood") == [0, 0, 1] and items(built, "stone") == [0, 0, 1]
     assert unlocked(built, "build_shelter") == [True, True, False]
     np.testing.assert_allclose(reward, [2.0, 2.0, 0.0])
     assert np.asarray(built.coordination.buildings_built).tolist() == [1, 0, 0]
     assert not np.asarray(MASK(built, PARAMS))[:, SHELTER].any()  # built: no longer a site
 
-    needs_all = site_scene(C.TASK_HARD_SYNC, NEEDS_ALL, **SHELTER_SHARE)
+    needs_all = site_scene(L.TASK_HARD_SYNC, NEEDS_ALL, **SHELTER_SHARE)
     two, _ = act(needs_all, [SHELTER, SHELTER, C.NOOP])
     assert int(two.map[SITE]) == C.SITE and items(two, "wood") == [1, 1, 1]
     three, _ = act(needs_all, [SHELTER, SHELTER, SHELTER])
@@ -125,11 +126,11 @@ def test_a_sync_site_fails_alone_and_stands_with_the_quorum():
 
 
 def test_a_handover_site_needs_a_different_finisher_of_the_same_building():
-    state = site_scene(C.TASK_HANDOVER, **FORGE_SHARE)
+    state = site_scene(L.TASK_HANDOVER, **FORGE_SHARE)
     state, _ = act(state, [FORGE, C.NOOP, C.NOOP])  # agent 0 starts and pays
     assert items(state, "iron") == [0, 1, 1]
     sites = state.coordination.sites
-    assert int(sites.starter[0]) == 0 and int(sites.pending[0]) == C.FORGE_KIND
+    assert int(sites.starter[0]) == 0 and int(sites.pending[0]) == L.FORGE_KIND
     assert not bool(MASK(state, PARAMS)[0, FORGE])
     state, _ = act(state, [FORGE, C.NOOP, C.NOOP])  # the starter again: nothing
     state, _ = act(state, [C.NOOP, BEACON, C.NOOP])  # another building: nothing
@@ -142,7 +143,7 @@ def test_a_handover_site_needs_a_different_finisher_of_the_same_building():
 
 
 def test_a_started_handover_build_lapses_and_the_share_is_lost():
-    state, _ = act(site_scene(C.TASK_HANDOVER, **FORGE_SHARE), [FORGE, C.NOOP, C.NOOP])
+    state, _ = act(site_scene(L.TASK_HANDOVER, **FORGE_SHARE), [FORGE, C.NOOP, C.NOOP])
     window = int(state.coordination.sites.timer[0])
     assert 3 <= window <= 6  # alpha 0.9: [max(3, ceil(1.2)), max(6, ceil(2.4))]
     for _ in range(window):
@@ -157,7 +158,7 @@ def sleeper_by(building: int):
     """Agent 0 asleep at (5, 5) beside a `building` at (4, 5); a zombie walled in at (5, 4)."""
     state = quiet_scene([[5, 5], [10, 10], [12, 12]], facing=[LEFT, DOWN, DOWN])
     state = set_tiles(state, {(4, 4): C.STONE, (6, 4): C.STONE, (5, 3): C.STONE})
-    state = with_sites(state, [((4, 5), C.TASK_HARD_SYNC, building)])
+    state = with_sites(state, [((4, 5), L.TASK_HARD_SYNC, building)])
     agents = state.agents
     state = state.replace(
         agents=agents.replace(
@@ -169,8 +170,8 @@ def sleeper_by(building: int):
 
 
 def test_a_shelter_blocks_zombie_attacks_on_a_sleeper_and_speeds_recovery():
-    exposed, _ = act(sleeper_by(C.FORGE_KIND), [C.NOOP] * 3)
-    sheltered, _ = act(sleeper_by(C.SHELTER_KIND), [C.NOOP] * 3)
+    exposed, _ = act(sleeper_by(L.FORGE_KIND), [C.NOOP] * 3)
+    sheltered, _ = act(sleeper_by(L.SHELTER_KIND), [C.NOOP] * 3)
     assert int(exposed.agents.stats[0, C.HEALTH]) == C.STAT_MAX - C.ZOMBIE_SLEEP_DAMAGE
     assert int(sheltered.agents.stats[0, C.HEALTH]) == C.STAT_MAX
     assert bool(sheltered.agents.sleeping[0])
@@ -180,7 +181,7 @@ def test_a_shelter_blocks_zombie_attacks_on_a_sleeper_and_speeds_recovery():
 
 def test_a_beacon_lights_its_square_and_stops_zombie_spawns_there():
     state = quiet_scene([[1, 1], [1, 2], [2, 1]], facing=[DOWN] * 3)
-    state = with_sites(state, [((10, 10), C.TASK_HARD_SYNC, C.BEACON_KIND)])
+    state = with_sites(state, [((10, 10), L.TASK_HARD_SYNC, L.BEACON_KIND)])
     sites, radius = state.coordination.sites, PARAMS.beacon_radius
     probes = jnp.array([[6, 6], [14, 14], [6, 14], [5, 10], [10, 15]])
     assert np.asarray(construction.lit_by_beacon(sites, probes, radius)).tolist() == [
@@ -221,7 +222,7 @@ def test_a_beacon_lights_its_square_and_stops_zombie_spawns_there():
 def forge_scene(**share):
     """Agents 0 and 1 beside a forge at (5, 6); agent 2 far away."""
     state = quiet_scene([[5, 5], [5, 7], [12, 12]], facing=[RIGHT, LEFT, DOWN])
-    state = with_sites(state, [(SITE, C.TASK_HARD_SYNC, C.FORGE_KIND)])
+    state = with_sites(state, [(SITE, L.TASK_HARD_SYNC, L.FORGE_KIND)])
     for agent in range(3):
         state = set_inventory(state, agent, **share)
     return state
@@ -256,7 +257,7 @@ def test_a_diamond_sword_hits_for_eight():
     )
     hit, _ = act(armed, [C.DO, C.NOOP, C.NOOP])
     # Agent 0 is a warrior: double damage.
-    assert int(hit.mobs.health[0]) == 20 - C.DIAMOND_SWORD_DAMAGE * C.WARRIOR_DAMAGE_FACTOR
+    assert int(hit.mobs.health[0]) == 20 - L.DIAMOND_SWORD_DAMAGE * L.WARRIOR_DAMAGE_FACTOR
 
 
 def test_a_forager_s_food_and_drink_last_twice_as_long():
@@ -275,11 +276,11 @@ def test_a_forager_s_food_and_drink_last_twice_as_long():
 
 def test_the_map_frame_shows_sites_buildings_task_flags_elites_and_beacon_light():
     state = quiet_scene([[1, 1], [1, 2], [2, 1]], facing=[DOWN] * 3)
-    sites = [((4, 4), C.TASK_HANDOVER, -1), ((4, 8), C.TASK_HARD_SYNC, -1)]
-    state = with_sites(state, [*sites, ((10, 10), C.TASK_HARD_SYNC, C.BEACON_KIND)])
+    sites = [((4, 4), L.TASK_HANDOVER, -1), ((4, 8), L.TASK_HARD_SYNC, -1)]
+    state = with_sites(state, [*sites, ((10, 10), L.TASK_HARD_SYNC, L.BEACON_KIND)])
     state = set_tiles(state, {(2, 8): C.TREE})
-    tile_task = state.coordination.tile_task.at[2, 8].set(C.TASK_SOFT_SYNC)
-    elite = state.coordination.mob_elite.at[0].set(C.ELITE_HARD)
+    tile_task = state.coordination.tile_task.at[2, 8].set(L.TASK_SOFT_SYNC)
+    elite = state.coordination.mob_elite.at[0].set(L.ELITE_HARD)
     state = place_mob(state, 0, [3, 6]).replace(
         step=jnp.int32(int(0.7 * ENV.config.day_length)),  # midnight
         coordination=state.coordination.replace(tile_task=tile_task, mob_elite=elite),
@@ -289,14 +290,14 @@ def test_the_map_frame_shows_sites_buildings_task_flags_elites_and_beacon_light(
     def tile(row, col):
         return frame[row * TILE : (row + 1) * TILE, col * TILE : (col + 1) * TILE]
 
-    flags = C.TASK_FLAG_COLOURS
+    flags = L.TASK_FLAG_COLOURS
     dim = 1.0 - rendering.NIGHT_DIMMING
-    np.testing.assert_allclose(tile(4, 4)[0, 0], flags[C.TASK_HANDOVER] * dim, atol=1)
-    np.testing.assert_allclose(tile(4, 8)[0, 0], flags[C.TASK_HARD_SYNC] * dim, atol=1)
-    np.testing.assert_allclose(tile(2, 8)[0, 0], flags[C.TASK_SOFT_SYNC] * dim, atol=1)
+    np.testing.assert_allclose(tile(4, 4)[0, 0], flags[L.TASK_HANDOVER] * dim, atol=1)
+    np.testing.assert_allclose(tile(4, 8)[0, 0], flags[L.TASK_HARD_SYNC] * dim, atol=1)
+    np.testing.assert_allclose(tile(2, 8)[0, 0], flags[L.TASK_SOFT_SYNC] * dim, atol=1)
     np.testing.assert_allclose(
         tile(4, 4)[4, 4], rendering.MATERIAL_SPRITES[C.SITE][4, 4] * dim, atol=1
     )
     np.testing.assert_array_equal(tile(10, 10), rendering.MATERIAL_SPRITES[C.BEACON])  # lit
     np.testing.assert_array_equal(tile(12, 12), rendering.MATERIAL_SPRITES[C.GRASS])
-    np.testing.assert_allclose(tile(3, 6)[0, 0], C.ELITE_FRAME_COLOURS[C.ELITE_HARD] * dim, atol=1)
+    np.testing.assert_allclose(tile(3, 6)[0, 0], L.ELITE_FRAME_COLOURS[L.ELITE_HARD] * dim, atol=1)

@@ -10,6 +10,7 @@ import alemlite
 from alemlite.core import ConfigError
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.signals import first_message
 from alemlite.envs.craft.coordination.trading import first_give, first_request
 from alemlite.envs.craft.world.observation import OWN_FEATURES, TEAMMATE_FEATURES
@@ -41,7 +42,7 @@ def act(state, actions, params=PARAMS, key=0):
 
 
 def test_difficulty_presets_and_errors():
-    for name, alpha in C.DIFFICULTY_PRESETS.items():
+    for name, alpha in L.DIFFICULTY_PRESETS.items():
         env = alemlite.make("craft", map_size=16, difficulty=name)
         assert float(env.default_params.alpha) == pytest.approx(alpha)
     assert float(make_craft(map_size=16, difficulty=0.45).default_params.alpha) == pytest.approx(
@@ -107,9 +108,9 @@ def test_a_give_without_an_open_request_does_nothing():
 
 
 def test_a_request_is_served_by_a_give_and_then_closes():
-    request_wood = first_request(ENV.config) + C.REQUEST_RESOURCES.index("wood")
+    request_wood = first_request(ENV.config) + L.REQUEST_RESOURCES.index("wood")
     state, _ = act(set_inventory(scene(), WARRIOR, wood=2), [C.NOOP, request_wood, C.NOOP])
-    assert int(state.coordination.request_item[FORAGER]) == C.REQUEST_RESOURCES.index("wood")
+    assert int(state.coordination.request_item[FORAGER]) == L.REQUEST_RESOURCES.index("wood")
     give_to_next = first_give(ENV.config)
     assert bool(MASK(state, PARAMS)[WARRIOR, give_to_next])
     state, reward = act(state, [give_to_next, C.NOOP, C.NOOP])
@@ -124,7 +125,7 @@ def test_a_request_is_served_by_a_give_and_then_closes():
 def test_requests_expire():
     request_food = first_request(ENV.config)
     state, _ = act(scene(), [request_food, C.NOOP, C.NOOP])
-    for _ in range(C.REQUEST_DURATION - 1):
+    for _ in range(L.REQUEST_DURATION - 1):
         state, _ = act(state, [C.NOOP] * 3)
     assert int(state.coordination.request_item[0]) == 0
     state, _ = act(state, [C.NOOP] * 3)
@@ -137,7 +138,7 @@ def test_teammates_see_the_last_message_token():
     assert np.asarray(state.coordination.last_message).tolist() == [2, -1, -1]
     features = np.asarray(OBSERVE(state, PARAMS))[:, -ENV.num_features :]
     own = OWN_FEATURES + 2  # + alpha, diamond sword
-    per_mate = TEAMMATE_FEATURES + C.NUM_REQUEST_RESOURCES + ENV.config.num_message_tokens
+    per_mate = TEAMMATE_FEATURES + L.NUM_REQUEST_RESOURCES + ENV.config.num_message_tokens
     # Agent 2's first teammate is agent 0; its message one-hot closes that block.
     block = features[2, own : own + per_mate]
     assert block[-ENV.config.num_message_tokens :].tolist() == [0, 0, 1, 0]
@@ -212,7 +213,7 @@ def elite_scene(kind: int, health: int = 10):
 
 
 def test_a_hard_elite_takes_no_damage_from_one_attacker_and_double_from_two():
-    state = elite_scene(C.ELITE_HARD)
+    state = elite_scene(L.ELITE_HARD)
     alone, _ = act(state, [C.DO, C.NOOP, C.NOOP])  # the warrior alone: 2 -> 0
     assert int(alone.mobs.health[0]) == 10
     together, _ = act(state, [C.DO, C.NOOP, C.DO])  # (2 + 1) doubled
@@ -220,13 +221,13 @@ def test_a_hard_elite_takes_no_damage_from_one_attacker_and_double_from_two():
 
 
 def test_a_soft_elite_takes_half_damage_alone_and_its_killers_are_credited():
-    state = elite_scene(C.ELITE_SOFT)
+    state = elite_scene(L.ELITE_SOFT)
     alone, _ = act(state, [C.DO, C.NOOP, C.NOOP])
     assert int(alone.mobs.health[0]) == 10 - 1
-    state = elite_scene(C.ELITE_SOFT, health=6)
+    state = elite_scene(L.ELITE_SOFT, health=6)
     killed, reward = act(state, [C.DO, C.NOOP, C.DO])
     assert not bool(killed.mobs.alive[0])
-    unlocked = np.asarray(killed.coordination.achievements[:, C.COORDINATION_INDEX["defeat_elite"]])
+    unlocked = np.asarray(killed.coordination.achievements[:, L.COORDINATION_INDEX["defeat_elite"]])
     assert unlocked.tolist() == [True, False, True]
     np.testing.assert_allclose(reward, [1.0 + 2.0, 0.0, 1.0 + 2.0])  # defeat_zombie + elite
 
@@ -237,7 +238,7 @@ def test_mobs_get_an_elite_kind_and_elite_health_at_generation():
     elite = np.concatenate([np.asarray(s.coordination.mob_elite)[cows] for s in states])
     alive = np.concatenate([np.asarray(s.mobs.alive)[cows] for s in states])
     health = np.concatenate([np.asarray(s.mobs.health)[cows] for s in states])
-    large = (elite != C.ELITE_NONE)[alive]
+    large = (elite != L.ELITE_NONE)[alive]
     assert alive.sum() > 200 and 0.12 < large.mean() < 0.28  # large cows: probability 0.2
     assert np.all(health[alive][large] == 2 * C.COW_HEALTH)
     assert np.all(health[alive][~large] == C.COW_HEALTH)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.world.observation import WINDOW_CHANNELS
 from tests.craft_coordination_helpers import ENV, MANY_STEPS, OBSERVE, PARAMS, STEP, quiet_scene
 from tests.craft_helpers import set_tiles
@@ -16,7 +17,7 @@ NEEDS_TWO, NEEDS_ALL = 63, 0  # quorum rolls: k = 2, and k = P at alpha 0.9
 
 
 def task_byte(kind: int, roll: int = NEEDS_TWO) -> int:
-    return kind | (roll << C.TASK_KIND_BITS)
+    return kind | (roll << L.TASK_KIND_BITS)
 
 
 def scene(kind: int, roll: int = NEEDS_TWO, material: int = C.TREE):
@@ -37,15 +38,15 @@ def wood(state):
 
 
 def coordination_unlocked(state, name):
-    return np.asarray(state.coordination.achievements[:, C.COORDINATION_INDEX[name]])
+    return np.asarray(state.coordination.achievements[:, L.COORDINATION_INDEX[name]])
 
 
 def test_a_hard_sync_fails_alone_and_pays_k_k_plus_1_over_2_with_the_quorum():
-    state = scene(C.TASK_HARD_SYNC)
+    state = scene(L.TASK_HARD_SYNC)
     alone, _ = act(state, [C.DO, C.NOOP, C.NOOP])
     assert wood(alone).tolist() == [0, 0, 0]
     assert int(alone.coordination.failed_solo) == 1 and int(alone.coordination.syncs) == 0
-    assert int(alone.coordination.tile_task[TREE]) == task_byte(C.TASK_HARD_SYNC)
+    assert int(alone.coordination.tile_task[TREE]) == task_byte(L.TASK_HARD_SYNC)
 
     together, reward = act(state, [C.DO, C.DO, C.NOOP])
     assert wood(together).tolist() == [3, 3, 0]  # k = 2: 2 * 3 / 2 each
@@ -56,7 +57,7 @@ def test_a_hard_sync_fails_alone_and_pays_k_k_plus_1_over_2_with_the_quorum():
 
 
 def test_a_sync_needing_every_agent_fails_with_two_and_pays_six_with_three():
-    state = scene(C.TASK_HARD_SYNC, NEEDS_ALL)
+    state = scene(L.TASK_HARD_SYNC, NEEDS_ALL)
     two, _ = act(state, [C.DO, C.DO, C.NOOP])
     assert wood(two).tolist() == [0, 0, 0] and int(two.coordination.failed_solo) == 2
     three, _ = act(state, [C.DO, C.DO, C.DO])
@@ -64,7 +65,7 @@ def test_a_sync_needing_every_agent_fails_with_two_and_pays_six_with_three():
 
 
 def test_a_soft_sync_alone_succeeds_with_probability_one_minus_alpha():
-    state = scene(C.TASK_SOFT_SYNC)
+    state = scene(L.TASK_SOFT_SYNC)
     keys = jax.random.split(jax.random.PRNGKey(1), 1000)
     actions = jnp.array([C.DO, C.NOOP, C.NOOP])
     after = MANY_STEPS(keys, state, actions, PARAMS)[1]
@@ -75,14 +76,14 @@ def test_a_soft_sync_alone_succeeds_with_probability_one_minus_alpha():
 
 
 def test_a_handover_finished_by_the_starter_does_not_count_by_another_it_does():
-    state = scene(C.TASK_HANDOVER)
+    state = scene(L.TASK_HANDOVER)
     state, _ = act(state, [C.DO, C.NOOP, C.NOOP])  # agent 0 starts it
     assert wood(state).tolist() == [0, 0, 0]
     assert np.asarray(state.coordination.task_starter).tolist().count(0) == 1
     state, _ = act(state, [C.DO, C.NOOP, C.NOOP])  # the starter again: nothing
     assert wood(state).tolist() == [0, 0, 0] and int(state.coordination.handovers) == 0
     state, reward = act(state, [C.NOOP, C.DO, C.NOOP])  # agent 1 finishes inside the window
-    assert wood(state).tolist() == [C.HANDOVER_YIELD, C.HANDOVER_YIELD, 0]
+    assert wood(state).tolist() == [L.HANDOVER_YIELD, L.HANDOVER_YIELD, 0]
     assert int(state.coordination.handovers) == 1
     assert np.all(np.asarray(state.coordination.task_starter) == -1)
     assert int(state.coordination.tile_task[TREE]) == 0
@@ -91,7 +92,7 @@ def test_a_handover_finished_by_the_starter_does_not_count_by_another_it_does():
 
 
 def test_a_handover_lapses_after_its_window():
-    state, _ = act(scene(C.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
+    state, _ = act(scene(L.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
     window = int(state.coordination.task_timer.max())
     assert 3 <= window <= 6  # alpha 0.9: [max(3, ceil(1.2)), max(6, ceil(2.4))]
     for _ in range(window):
@@ -104,7 +105,7 @@ def test_a_handover_lapses_after_its_window():
 
 
 def test_the_last_step_of_the_window_still_counts():
-    state, _ = act(scene(C.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
+    state, _ = act(scene(L.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
     for _ in range(int(state.coordination.task_timer.max()) - 1):
         state, _ = act(state, [C.NOOP] * 3)
     state, _ = act(state, [C.NOOP, C.DO, C.NOOP])
@@ -112,7 +113,7 @@ def test_the_last_step_of_the_window_still_counts():
 
 
 def test_mining_a_task_stone_consumes_it_and_clears_the_task():
-    state = scene(C.TASK_HARD_SYNC, material=C.STONE)
+    state = scene(L.TASK_HARD_SYNC, material=C.STONE)
     inventory = state.agents.inventory.at[:, C.INV_WOOD_PICKAXE].set(1)
     # At alpha 0 every role check passes (agent 1 is no miner) and k = 2.
     coordination = state.coordination.replace(alpha=jnp.float32(0.0))
@@ -126,16 +127,16 @@ def test_mining_a_task_stone_consumes_it_and_clears_the_task():
 
 
 def test_the_window_shows_task_kind_quorum_and_time_left():
-    state, _ = act(scene(C.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
+    state, _ = act(scene(L.TASK_HANDOVER), [C.DO, C.NOOP, C.NOOP])
     height, width = ENV.config.view_height, ENV.config.view_width
     channels = ENV.window_channels  # task channels follow the base ones
     view = np.asarray(OBSERVE(state, PARAMS))[0, : height * width * channels]
     view = view.reshape(height, width, channels)
     tile = view[height // 2, width // 2 + 1]
-    assert tile[WINDOW_CHANNELS + C.TASK_HANDOVER - 1] == 1.0
+    assert tile[WINDOW_CHANNELS + L.TASK_HANDOVER - 1] == 1.0
     assert tile[WINDOW_CHANNELS + 4] == pytest.approx(int(state.coordination.task_timer.max()) / 24)
-    sync = np.asarray(OBSERVE(scene(C.TASK_HARD_SYNC, NEEDS_ALL), PARAMS))[0]
+    sync = np.asarray(OBSERVE(scene(L.TASK_HARD_SYNC, NEEDS_ALL), PARAMS))[0]
     channels = ENV.window_channels
     tile = sync[: height * width * channels].reshape(height, width, channels)[3, 5]
-    assert tile[WINDOW_CHANNELS + C.TASK_HARD_SYNC - 1] == 1.0
+    assert tile[WINDOW_CHANNELS + L.TASK_HARD_SYNC - 1] == 1.0
     assert tile[WINDOW_CHANNELS + 3] == pytest.approx(1.0)  # quorum 3 of 3

@@ -9,6 +9,7 @@ import pytest
 from alemlite import ConfigError, make, spec
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.world.observation import WINDOW_CHANNELS
 from alemlite.envs.craft.world.rendering import TILE, render_map, render_views, write_gif
 from tests.craft_helpers import blank_state, place_mob, quiet_params, set_inventory, set_tiles
@@ -191,10 +192,10 @@ def shuffle_scene(env, state, key):
         ),
     )
     coordination, sites = state.coordination, state.coordination.sites
-    elite = jax.random.randint(keys[0], coordination.mob_elite.shape, 0, len(C.ELITE_KINDS))
+    elite = jax.random.randint(keys[0], coordination.mob_elite.shape, 0, len(L.ELITE_KINDS))
     slots = sites.task.shape[0]
-    building = jax.random.randint(keys[1], (slots,), -1, C.NUM_BUILDINGS)
-    handover = (sites.task.astype(jnp.int32) & 3) == C.TASK_HANDOVER
+    building = jax.random.randint(keys[1], (slots,), -1, L.NUM_BUILDINGS)
+    handover = (sites.task.astype(jnp.int32) & 3) == L.TASK_HANDOVER
     pending = jnp.where((building < 0) & handover, jax.random.randint(keys[2], (slots,), -1, 3), -1)
     site_timer = jnp.where(pending >= 0, jax.random.randint(keys[3], (slots,), 1, 25), 0)
     # Started handovers go to distinct task tiles, never a site's tile.
@@ -294,7 +295,7 @@ def decode(env, symbolic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         darkness[..., None],
     ]
     site = layer.get("site", np.zeros_like(mob))
-    pending_site = (site >= agents + 2) & (site < agents + 2 + C.NUM_BUILDINGS)
+    pending_site = (site >= agents + 2) & (site < agents + 2 + L.NUM_BUILDINGS)
     left = layer.get("window", np.zeros_like(mob)) / 24.0
     if config.has_tasks:
         task = layer["task"]
@@ -310,12 +311,12 @@ def decode(env, symbolic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         planes.append(np.stack([(mob > 0) & (elite == 1), (mob > 0) & (elite == 2)], -1))
     if config.has_construction:
         sync = (site >= 1) & (site <= agents)
-        built = site - (agents + 2 + C.NUM_BUILDINGS)
+        built = site - (agents + 2 + L.NUM_BUILDINGS)
         planes += [
             np.stack([sync, (site == agents + 1) | pending_site], -1),
             np.where(sync, site / agents, 0.0)[..., None],
-            one_hot(np.where(site >= agents + 2 + C.NUM_BUILDINGS, built, -1), C.NUM_BUILDINGS),
-            one_hot(np.where(pending_site, site - agents - 2, -1), C.NUM_BUILDINGS)
+            one_hot(np.where(site >= agents + 2 + L.NUM_BUILDINGS, built, -1), L.NUM_BUILDINGS),
+            one_hot(np.where(pending_site, site - agents - 2, -1), L.NUM_BUILDINGS)
             * left[..., None],
         ]
     window = np.concatenate([plane.astype(np.float32) for plane in planes], axis=-1)

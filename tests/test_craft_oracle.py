@@ -7,6 +7,7 @@ import pytest
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import constants as L
 from tests.craft_helpers import blank_state, quiet_params
 from tests.oracles.craft import Agent, CraftOracle
 
@@ -47,7 +48,7 @@ def random_start(rng: np.random.Generator):
         agent.hunger, agent.thirst, agent.fatigue, agent.recover = (
             float(v) / C.HALF for v in counters[index]
         )
-        agent.reserve = C.FORAGER_RESERVE_FACTOR if index % C.NUM_ROLES == C.FORAGER else 1
+        agent.reserve = L.FORAGER_RESERVE_FACTOR if index % C.NUM_ROLES == L.FORAGER else 1
         agents.append(agent)
     return state, CraftOracle(world.tolist(), agents, revive_window=ENV.config.revive_window)
 

@@ -10,6 +10,7 @@ import pytest
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.construction import first_build
 from alemlite.envs.craft.coordination.layer import PARTS
 from alemlite.envs.craft.coordination.signals import first_message
@@ -78,7 +79,7 @@ def test_action_ids_follow_the_parts_order(switch, num_agents):
     if config.message_tokens:
         assert names[first_message(config)] == "message_0"
     if config.has_construction:
-        assert names[first_build(config) :] == C.BUILD_ACTIONS
+        assert names[first_build(config) :] == L.BUILD_ACTIONS
     assert jax.eval_shape(env.action_mask, *_shapes(env)).shape[-1] == len(names)
 
 

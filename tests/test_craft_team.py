@@ -16,6 +16,7 @@ import pytest
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft import make_craft
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.policies import random_policy, team_policy
 from alemlite.evaluation import episode_keys, step_keys
 
@@ -25,7 +26,7 @@ EPISODES = 6  # per difficulty
 DIFFICULTIES = ("easy", "medium", "hard")
 BATCH = EPISODES * len(DIFFICULTIES)
 # Every building for 1 wood + 1 stone per builder: no iron needed.
-IRON_FREE_SHARE = np.zeros((C.NUM_BUILDINGS, C.NUM_ITEMS), np.int32)
+IRON_FREE_SHARE = np.zeros((L.NUM_BUILDINGS, C.NUM_ITEMS), np.int32)
 IRON_FREE_SHARE[:, [C.INV_WOOD, C.INV_STONE]] = 1
 
 
@@ -56,7 +57,7 @@ PLAY = jax.jit(jax.vmap(_play, in_axes=(0, 0, 0, 0, None)))
 
 
 def _params(difficulty: str, share=None):
-    params = ENV.default_params.replace(alpha=jnp.float32(C.DIFFICULTY_PRESETS[difficulty]))
+    params = ENV.default_params.replace(alpha=jnp.float32(L.DIFFICULTY_PRESETS[difficulty]))
     return params if share is None else params.replace(building_share=jnp.asarray(share))
 
 
@@ -114,7 +115,7 @@ def _forge_scene(state, episode):
         map=state.map.at[episode, row, col].set(C.FORGE),
         agents=state.agents.replace(inventory=inventory),
         coordination=state.coordination.replace(
-            sites=sites.replace(building=sites.building.at[episode, slot].set(C.FORGE_KIND))
+            sites=sites.replace(building=sites.building.at[episode, slot].set(L.FORGE_KIND))
         ),
     )
 
@@ -170,7 +171,7 @@ def test_the_team_answers_requests_and_builds_a_shelter(runs, difficulty):
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_the_team_builds_every_kind(runs, difficulty):
     cheap = runs["iron_free"][difficulty]
-    for kind in C.BUILDINGS:
+    for kind in L.BUILDINGS:
         assert cheap[f"construction/{kind}s"].sum() >= EPISODES // 3, kind
 
 
@@ -194,5 +195,5 @@ def test_a_downed_teammate_is_revived(runs):
 
 def test_smiths_make_diamond_swords_at_the_forge(runs):
     scene = runs["forge_scene"]
-    assert np.all(scene["construction/diamond_swords"] >= C.DIAMOND_SWORD_SMITHS)
+    assert np.all(scene["construction/diamond_swords"] >= L.DIAMOND_SWORD_SMITHS)
     assert np.all(scene["achievement/make_diamond_sword"] == 1)

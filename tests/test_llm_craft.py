@@ -11,7 +11,7 @@ import pytest
 
 import alemlite
 from alemlite.core.prompting import PromptOptions
-from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination import tasks
 from alemlite.envs.craft.prompting import CRAFT_VARIANTS, CraftRenderer
 from alemlite.envs.craft.prompting.coordination import handover_window_range, quorum
@@ -231,7 +231,7 @@ def test_the_prompts_state_the_environments_own_handover_windows_and_quorums():
     np.testing.assert_array_equal(low, tasks.handover_window(alpha, np.zeros_like(alpha)))
     np.testing.assert_array_equal(high, tasks.handover_window(alpha, np.full_like(alpha, 0.999)))
     assert (low[0], high[0], low[-1], high[-1]) == (12, 24, 3, 6)
-    byte = (np.arange(C.QUORUM_LEVELS, dtype=np.uint8) << C.TASK_KIND_BITS)[:, None]
+    byte = (np.arange(L.QUORUM_LEVELS, dtype=np.uint8) << L.TASK_KIND_BITS)[:, None]
     for agents in (1, 2, 3, 5):
         needed = quorum(byte, alpha[None, :], agents)
         np.testing.assert_array_equal(needed, tasks.quorum(byte, alpha[None, :], agents))

@@ -1,7 +1,7 @@
 """The Craft world: a fast multi-agent Crafter-like survival world in pure JAX.
 
 config.py        CraftConfig (shapes, the parts' switches), CraftParams (vmappable)
-constants.py     materials, items, actions, achievements, the layer's numbers, colours
+constants.py     the world's materials, items, actions, achievements, mobs, colours
 env.py           CraftEnv: the world's phases and the enabled parts, in step order
 spec.py          CraftOptions and SPEC (found through the registry)
 policies.py      reference policies (random, noop, scripted, team)
@@ -16,7 +16,8 @@ coordination/    the coordination layer, a list of parts on top of the world:
     layer.py     the enabled parts in order, and what they share (alpha, revives,
                  the coordination reward and metrics)
     roles.py tasks.py elites.py trading.py signals.py construction.py  (one part
-                 each, with its own switch), state.py (the layer's tables)
+                 each, with its own switch), state.py (the layer's tables),
+    constants.py the layer's numbers, one section per part
 prompting/       the LLM prompt builder (CraftRenderer) and its templates
 """
 

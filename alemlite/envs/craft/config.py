@@ -11,6 +11,7 @@ from flax import struct
 
 from alemlite.core.errors import require
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 
 OBSERVATION_LAYOUTS = ("flat", "image")
 # "dense": one-hot window channels and flat features (laid out by `observation`);
@@ -30,7 +31,7 @@ def parse_difficulty(text: str) -> str | float:
 def is_difficulty(value: str | float) -> bool:
     """A preset name, `sampled`, or an alpha in [0, 1]."""
     if isinstance(value, str):
-        return value in (*C.DIFFICULTY_PRESETS, "sampled")
+        return value in (*L.DIFFICULTY_PRESETS, "sampled")
     return 0.0 <= float(value) <= 1.0
 
 
@@ -119,7 +120,7 @@ class CraftConfig:
         require(
             is_difficulty(self.difficulty),
             f"difficulty={self.difficulty!r} must be one of "
-            f"{(*C.DIFFICULTY_PRESETS, 'sampled')} or an alpha in [0, 1]",
+            f"{(*L.DIFFICULTY_PRESETS, 'sampled')} or an alpha in [0, 1]",
         )
         require(
             0.0 <= self.task_probability <= 1.0,
@@ -235,16 +236,16 @@ class CraftParams:
             cow_spawn_probability=jnp.float32(0.05),
             despawn_probability=jnp.float32(0.2),
             alpha=jnp.float32(
-                C.DIFFICULTY_PRESETS.get(config.difficulty, 0.5)
+                L.DIFFICULTY_PRESETS.get(config.difficulty, 0.5)
                 if isinstance(config.difficulty, str)
                 else config.difficulty
             ),
             sample_alpha=jnp.bool_(config.difficulty == "sampled"),
             hard_specialisation=jnp.bool_(config.hard_specialisation),
             coordination_weights=jnp.full(
-                (C.NUM_COORDINATION_ACHIEVEMENTS,), C.COORDINATION_WEIGHT, jnp.float32
+                (L.NUM_COORDINATION_ACHIEVEMENTS,), L.COORDINATION_WEIGHT, jnp.float32
             ),
             give_range=jnp.int32(config.give_range),
-            building_share=jnp.asarray(C.BUILDING_SHARE, jnp.int32),
-            beacon_radius=jnp.int32(C.BEACON_RADIUS),
+            building_share=jnp.asarray(L.BUILDING_SHARE, jnp.int32),
+            beacon_radius=jnp.int32(L.BEACON_RADIUS),
         )

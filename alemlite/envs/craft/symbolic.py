@@ -34,6 +34,7 @@ import numpy as np
 from alemlite.core.spaces import Box
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.layer import Layer
 from alemlite.envs.craft.coordination.part import Part
 from alemlite.envs.craft.coordination.tasks import MAX_WINDOW, quorum, task_kind
@@ -46,7 +47,7 @@ from alemlite.envs.craft.world.observation import (
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import in_bounds
 
-MOB_IDS = 1 + 3 * len(C.ELITE_KINDS)  # none, then (zombie, skeleton, cow) x elite
+MOB_IDS = 1 + 3 * len(L.ELITE_KINDS)  # none, then (zombie, skeleton, cow) x elite
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class SymbolicLayout:
         if config.has_tasks:
             layers["task"] = 2 + 2 * agents
         if config.has_construction:
-            layers["site"] = agents + 2 + 2 * C.NUM_BUILDINGS
+            layers["site"] = agents + 2 + 2 * L.NUM_BUILDINGS
         if config.has_tasks or config.has_construction:
             layers["window"] = MAX_WINDOW + 1
         return cls(tuple(layers), tuple(layers.values()))
@@ -163,9 +164,9 @@ def task_ids(config: CraftConfig, state: CraftState) -> jax.Array:
     byte = jnp.where(inside, coordination.tile_task[clipped[..., 0], clipped[..., 1]], 0)
     kind = task_kind(byte)
     needed = quorum(byte, coordination.alpha, config.num_agents)
-    sync_base = jnp.where(kind == C.TASK_SOFT_SYNC, 1, 1 + config.num_agents)
-    synced = jnp.where(kind == C.TASK_HANDOVER, 1, sync_base + needed)
-    return jnp.where(kind == C.TASK_NONE, 0, synced)
+    sync_base = jnp.where(kind == L.TASK_SOFT_SYNC, 1, 1 + config.num_agents)
+    synced = jnp.where(kind == L.TASK_HANDOVER, 1, sync_base + needed)
+    return jnp.where(kind == L.TASK_NONE, 0, synced)
 
 
 def site_ids(config: CraftConfig, state: CraftState) -> jax.Array:
@@ -177,8 +178,8 @@ def site_ids(config: CraftConfig, state: CraftState) -> jax.Array:
     pending = sites.pending.astype(jnp.int32)
     handover = jnp.where(pending >= 0, agents + 2 + pending, agents + 1)
     sync = quorum(sites.task, coordination.alpha, agents)
-    unbuilt = jnp.where(task_kind(sites.task) == C.TASK_HANDOVER, handover, sync)
-    return jnp.where(building >= 0, agents + 2 + C.NUM_BUILDINGS + building, unbuilt)
+    unbuilt = jnp.where(task_kind(sites.task) == L.TASK_HANDOVER, handover, sync)
+    return jnp.where(building >= 0, agents + 2 + L.NUM_BUILDINGS + building, unbuilt)
 
 
 def observe_symbolic(

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
 from alemlite.envs.craft.coordination.signals import first_message
 from alemlite.envs.craft.coordination.state import CoordinationState, SiteState
@@ -83,10 +84,10 @@ def lay_sites(
     earlier_same = jnp.tril(jnp.all(chosen[:, None] == chosen[None, :], -1), k=-1)
     found &= ~jnp.any(earlier_same & found[None, :], axis=1)
     kind_roll, quorum_roll = threefry.uniform(kind_key, (2, slots))
-    handover = (kind_roll < C.SITE_HANDOVER_SHARE) & (config.num_agents >= 2)
-    kind = jnp.where(handover, C.TASK_HANDOVER, C.TASK_HARD_SYNC)
-    roll = jnp.floor(quorum_roll * C.QUORUM_LEVELS).astype(jnp.int32)
-    task = jnp.where(found, kind | (roll << C.TASK_KIND_BITS), 0).astype(jnp.uint8)
+    handover = (kind_roll < L.SITE_HANDOVER_SHARE) & (config.num_agents >= 2)
+    kind = jnp.where(handover, L.TASK_HANDOVER, L.TASK_HARD_SYNC)
+    roll = jnp.floor(quorum_roll * L.QUORUM_LEVELS).astype(jnp.int32)
+    task = jnp.where(found, kind | (roll << L.TASK_KIND_BITS), 0).astype(jnp.uint8)
     material = write_tiles(material, chosen, jnp.full((slots,), C.SITE), found)
     sites = SiteState(
         position=chosen.astype(jnp.int16),
@@ -112,14 +113,14 @@ def near_building(sites: SiteState, position: jax.Array, building: int, radius) 
 
 def sheltered(state: CraftState) -> jax.Array:
     """`(P,)` bool: a shelter stands next to each agent."""
-    near = near_building(state.coordination.sites, state.agents.position, C.SHELTER_KIND, 1)
+    near = near_building(state.coordination.sites, state.agents.position, L.SHELTER_KIND, 1)
     return jnp.any(near, axis=1)
 
 
 def lit_by_beacon(sites: SiteState, position: jax.Array, radius: jax.Array) -> jax.Array:
     """`(...)` bool for `(..., 2)` positions: inside the lit square of a beacon."""
     flat = position.reshape(-1, 2)
-    lit = jnp.any(near_building(sites, flat, C.BEACON_KIND, radius), axis=1)
+    lit = jnp.any(near_building(sites, flat, L.BEACON_KIND, radius), axis=1)
     return lit.reshape(position.shape[:-1])
 
 
@@ -130,7 +131,7 @@ def beacon_blocker(sites: SiteState, radius: jax.Array) -> Callable[[jax.Array],
 
 def melee_floor(state: CraftState) -> jax.Array:
     """`(P,)` melee damage of a diamond sword where held, else 0."""
-    return jnp.where(state.coordination.diamond_sword, C.DIAMOND_SWORD_DAMAGE, 0)
+    return jnp.where(state.coordination.diamond_sword, L.DIAMOND_SWORD_DAMAGE, 0)
 
 
 def _facing_site(state: CraftState) -> tuple[jax.Array, jax.Array]:
@@ -151,8 +152,8 @@ def _affords(inventory: jax.Array, share: jax.Array) -> jax.Array:
 
 def _smiths_at_forges(state: CraftState) -> tuple[jax.Array, jax.Array]:
     """`(P, Q)` next to each forge, and `(P,)` holding a diamond sword's share."""
-    near = near_building(state.coordination.sites, state.agents.position, C.FORGE_KIND, 1)
-    share = jnp.asarray(C.DIAMOND_SWORD_SHARE)[None, :]
+    near = near_building(state.coordination.sites, state.agents.position, L.FORGE_KIND, 1)
+    share = jnp.asarray(L.DIAMOND_SWORD_SHARE)[None, :]
     return near, _affords(state.agents.inventory, share)[:, 0]
 
 
@@ -164,7 +165,7 @@ def action_mask(config: CraftConfig, state: CraftState, params: CraftParams) -> 
     sites = state.coordination.sites
     own = sites.starter[slot] == jnp.arange(config.num_agents)
     pending = sites.pending[slot].astype(jnp.int32)
-    building = jnp.arange(C.NUM_BUILDINGS)[None, :]
+    building = jnp.arange(L.NUM_BUILDINGS)[None, :]
     fits_pending = (pending[:, None] < 0) | (pending[:, None] == building)
     builds = (
         facing[:, None]
@@ -190,11 +191,11 @@ def apply(
     agents, coordination = state.agents, state.coordination
     sites = coordination.sites
     index = actions - first_build(config)
-    kind = jnp.clip(index, 0, C.NUM_BUILDINGS - 1)
+    kind = jnp.clip(index, 0, L.NUM_BUILDINGS - 1)
     facing, slot = _facing_site(state)
     share = params.building_share[kind]  # (P, items)
     affords = jnp.all(agents.inventory >= share, axis=1)
-    builder = (index >= 0) & (index < C.NUM_BUILDINGS) & facing & affords
+    builder = (index >= 0) & (index < L.NUM_BUILDINGS) & facing & affords
     byte = sites.task[slot]
     site_kind = task_kind(byte)
     agent = jnp.arange(num_agents)
@@ -202,14 +203,14 @@ def apply(
     same_building = same_site & (kind[:, None] == kind[None, :])
 
     # Syncs: the quorum of builders of one building; the lowest-index group wins a site.
-    syncing = builder & (site_kind == C.TASK_HARD_SYNC)
+    syncing = builder & (site_kind == L.TASK_HARD_SYNC)
     partners = jnp.sum(same_building & syncing[None, :], axis=1)
     built = syncing & (partners >= quorum(byte, coordination.alpha, num_agents))
     first_group = jnp.argmax(same_site & built[None, :], axis=1)
     built &= kind == kind[first_group]
 
     # Handovers: start (pay now) or finish (a different agent, the same building).
-    handing = builder & (site_kind == C.TASK_HANDOVER)
+    handing = builder & (site_kind == L.TASK_HANDOVER)
     starter = sites.starter[slot].astype(jnp.int32)
     pending = starter >= 0
     target = sites.position[slot].astype(jnp.int32)
@@ -232,7 +233,7 @@ def apply(
     world = write_tiles(
         state.map,
         sites.position.astype(jnp.int32),
-        jnp.asarray(C.BUILDING_MATERIAL)[jnp.maximum(building, 0)],
+        jnp.asarray(L.BUILDING_MATERIAL)[jnp.maximum(building, 0)],
         standing,
     )
     start_slot = jnp.where(starting, slot, slots)
@@ -253,25 +254,25 @@ def apply(
 
     # Diamond swords: two or more smiths next to one forge on one step.
     near_forge, has_share = _smiths_at_forges(state)
-    smithing = (index == C.NUM_BUILDINGS) & has_share
+    smithing = (index == L.NUM_BUILDINGS) & has_share
     at_forge = near_forge & smithing[:, None]
     smiths = jnp.sum(at_forge, axis=0)
-    forged = jnp.any(at_forge & (smiths >= C.DIAMOND_SWORD_SMITHS)[None, :], axis=1)
-    inventory = inventory - jnp.asarray(C.DIAMOND_SWORD_SHARE)[None, :] * forged[:, None]
+    forged = jnp.any(at_forge & (smiths >= L.DIAMOND_SWORD_SMITHS)[None, :], axis=1)
+    inventory = inventory - jnp.asarray(L.DIAMOND_SWORD_SHARE)[None, :] * forged[:, None]
 
     credit_kind = jnp.where(completing, kind, starter_kind)
     builders = (
-        jax.nn.one_hot(credit_kind, C.NUM_BUILDINGS, dtype=bool) & (completing | credited)[:, None]
+        jax.nn.one_hot(credit_kind, L.NUM_BUILDINGS, dtype=bool) & (completing | credited)[:, None]
     )
-    first = C.COORDINATION_INDEX["build_shelter"]
+    first = L.COORDINATION_INDEX["build_shelter"]
     achievements = (
-        coordination.achievements.at[:, first : first + C.NUM_BUILDINGS]
+        coordination.achievements.at[:, first : first + L.NUM_BUILDINGS]
         .max(builders)
-        .at[:, C.COORDINATION_INDEX["make_diamond_sword"]]
+        .at[:, L.COORDINATION_INDEX["make_diamond_sword"]]
         .max(forged)
     )
     new_buildings = jnp.sum(
-        jax.nn.one_hot(jnp.where(standing, building, -1), C.NUM_BUILDINGS, dtype=jnp.int16), axis=0
+        jax.nn.one_hot(jnp.where(standing, building, -1), L.NUM_BUILDINGS, dtype=jnp.int16), axis=0
     ).astype(jnp.int16)
     coordination = coordination.replace(
         sites=sites,
@@ -301,8 +302,8 @@ def site_values(config: CraftConfig, state: CraftState) -> jax.Array:
     sites = coordination.sites
     kind = task_kind(sites.task)
     unbuilt = (sites.task > 0) & (sites.building < 0)
-    sync = unbuilt & (kind == C.TASK_HARD_SYNC)
-    handover = unbuilt & (kind == C.TASK_HANDOVER)
+    sync = unbuilt & (kind == L.TASK_HARD_SYNC)
+    handover = unbuilt & (kind == L.TASK_HANDOVER)
     needed = quorum(sites.task, coordination.alpha, config.num_agents)
     left = sites.timer.astype(jnp.float32) / MAX_WINDOW
     return jnp.concatenate(
@@ -310,8 +311,8 @@ def site_values(config: CraftConfig, state: CraftState) -> jax.Array:
             sync[:, None],
             handover[:, None],
             jnp.where(sync, needed / config.num_agents, 0.0)[:, None],
-            jax.nn.one_hot(sites.building, C.NUM_BUILDINGS),
-            jax.nn.one_hot(sites.pending, C.NUM_BUILDINGS) * left[:, None],
+            jax.nn.one_hot(sites.building, L.NUM_BUILDINGS),
+            jax.nn.one_hot(sites.pending, L.NUM_BUILDINGS) * left[:, None],
         ],
         axis=1,
     ).astype(jnp.float32)
@@ -350,12 +351,12 @@ class Construction(Part):
 
     @property
     def action_names(self) -> tuple[str, ...]:
-        return C.BUILD_ACTIONS
+        return L.BUILD_ACTIONS
 
     @property
     def achievements(self) -> tuple[str, ...]:
         swords = ("make_diamond_sword",) if self.config.num_agents >= 2 else ()
-        return tuple(f"build_{name}" for name in C.BUILDINGS) + swords
+        return tuple(f"build_{name}" for name in L.BUILDINGS) + swords
 
     @property
     def global_features(self) -> int:
@@ -381,7 +382,7 @@ class Construction(Part):
         by_shelter = sheltered(state)
         return replace(
             rules,
-            rest_boost=jnp.where(by_shelter, C.SHELTER_RECOVERY_FACTOR, 1),
+            rest_boost=jnp.where(by_shelter, L.SHELTER_RECOVERY_FACTOR, 1),
             harmless=by_shelter & state.agents.sleeping,
             zombie_blocked=beacon_blocker(state.coordination.sites, params.beacon_radius),
         )
@@ -426,7 +427,7 @@ class Construction(Part):
         coordination = state.coordination
         metrics = {
             f"construction/{name}s": coordination.buildings_built[index].astype(jnp.float32)
-            for index, name in enumerate(C.BUILDINGS)
+            for index, name in enumerate(L.BUILDINGS)
         }
         metrics["construction/diamond_swords"] = coordination.diamond_swords.astype(jnp.float32)
         return metrics

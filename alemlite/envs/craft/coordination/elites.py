@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
 from alemlite.envs.craft.world.gathering import mob_at
 from alemlite.envs.craft.world.observation import entity_planes
@@ -30,10 +31,10 @@ CHANNELS = 2  # window channels: soft, hard
 
 def draw_elite(config: CraftConfig, uniform: jax.Array) -> jax.Array:
     """Elite kind `(N,)` int8 for every mob slot from uniforms `(N, 2)`."""
-    probability = jnp.asarray(C.ELITE_PROBABILITY)[jnp.asarray(config.mob_kinds())]
+    probability = jnp.asarray(L.ELITE_PROBABILITY)[jnp.asarray(config.mob_kinds())]
     elite = uniform[:, 0] < probability
-    hard = uniform[:, 1] < C.ELITE_HARD_SHARE
-    return jnp.where(elite, jnp.where(hard, C.ELITE_HARD, C.ELITE_SOFT), C.ELITE_NONE).astype(
+    hard = uniform[:, 1] < L.ELITE_HARD_SHARE
+    return jnp.where(elite, jnp.where(hard, L.ELITE_HARD, L.ELITE_SOFT), L.ELITE_NONE).astype(
         jnp.int8
     )
 
@@ -48,7 +49,7 @@ def refill(
     """New elite kinds and health for the slots that just `filled` `(N,)`."""
     drawn = draw_elite(config, uniform)
     mob_elite = jnp.where(filled, drawn, mob_elite)
-    boosted = jnp.where(filled & (drawn != C.ELITE_NONE), health * C.ELITE_HEALTH_FACTOR, health)
+    boosted = jnp.where(filled & (drawn != L.ELITE_NONE), health * L.ELITE_HEALTH_FACTOR, health)
     return mob_elite, boosted
 
 
@@ -58,8 +59,8 @@ def damage_rule(mob_elite: jax.Array):
     def damage(hits: jax.Array, strength: jax.Array) -> jax.Array:
         total = jnp.sum(hits * strength[:, None], axis=0)
         together = jnp.sum(hits, axis=0) >= 2
-        alone = jnp.where(mob_elite == C.ELITE_SOFT, total // 2, 0)
-        return jnp.where(mob_elite == C.ELITE_NONE, total, jnp.where(together, 2 * total, alone))
+        alone = jnp.where(mob_elite == L.ELITE_SOFT, total // 2, 0)
+        return jnp.where(mob_elite == L.ELITE_NONE, total, jnp.where(together, 2 * total, alone))
 
     return damage
 
@@ -67,7 +68,7 @@ def damage_rule(mob_elite: jax.Array):
 def credit_kills(config: CraftConfig, turn: Turn, state: CraftState) -> CraftState:
     """`defeat_elite` / `eat_large_cow` for every hitter of a killed elite; more food."""
     mobs_before = turn.before.mobs
-    elite = state.coordination.mob_elite != C.ELITE_NONE
+    elite = state.coordination.mob_elite != L.ELITE_NONE
     killed = mobs_before.alive & ~state.mobs.alive & elite
     hits = mob_at(turn.before, turn.target) & turn.doing[:, None]
     cow = jnp.asarray(config.mob_kinds()) == C.COW
@@ -79,9 +80,9 @@ def credit_kills(config: CraftConfig, turn: Turn, state: CraftState) -> CraftSta
     stats = agents.stats.at[:, C.FOOD].set(jnp.minimum(agents.stats[:, C.FOOD] + extra, C.STAT_MAX))
     coordination = state.coordination
     achievements = (
-        coordination.achievements.at[:, C.COORDINATION_INDEX["defeat_elite"]]
+        coordination.achievements.at[:, L.COORDINATION_INDEX["defeat_elite"]]
         .max(defeated)
-        .at[:, C.COORDINATION_INDEX["eat_large_cow"]]
+        .at[:, L.COORDINATION_INDEX["eat_large_cow"]]
         .max(ate_large)
     )
     return state.replace(
@@ -133,7 +134,7 @@ class Elites(Part):
     def window_planes(self, state: CraftState, params: CraftParams) -> jax.Array:
         mobs = state.mobs
         elite = state.coordination.mob_elite.astype(jnp.int32)
-        present = mobs.alive & (elite != C.ELITE_NONE)
+        present = mobs.alive & (elite != L.ELITE_NONE)
         return entity_planes(
             self.config, state.agents.position, mobs.position, present, elite - 1, CHANNELS
         )
@@ -146,7 +147,7 @@ class Elites(Part):
             & mobs.alive[:, None, None]
         )
         elite = state.coordination.mob_elite.astype(jnp.int32)[jnp.argmax(at_mob, axis=0)]
-        elite = jnp.where(jnp.any(at_mob, axis=0), elite, C.ELITE_NONE)
+        elite = jnp.where(jnp.any(at_mob, axis=0), elite, L.ELITE_NONE)
         return marks._replace(
-            frame=elite > 0, frame_colour=jnp.asarray(C.ELITE_FRAME_COLOURS)[elite]
+            frame=elite > 0, frame_colour=jnp.asarray(L.ELITE_FRAME_COLOURS)[elite]
         )

@@ -29,6 +29,7 @@ import numpy as np
 from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.construction import Construction
 from alemlite.envs.craft.coordination.elites import Elites
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
@@ -68,7 +69,7 @@ class Layer:
         """`(C,)` bool: the coordination achievements the enabled parts make reachable."""
         reachable = {"revive_teammate"} if self.on else set()
         reachable.update(name for part in self.parts for name in part.achievements)
-        return np.array([name in reachable for name in C.COORDINATION_ACHIEVEMENTS])
+        return np.array([name in reachable for name in L.COORDINATION_ACHIEVEMENTS])
 
     # ---- randomness and generation ---------------------------------------------------
     def draw(self, key: jax.Array) -> Draws:
@@ -110,7 +111,7 @@ class Layer:
         """This episode's alpha: the params' alpha, or one drawn from SAMPLED_ALPHA."""
         if not self.on:
             return state
-        low, high = C.SAMPLED_ALPHA
+        low, high = L.SAMPLED_ALPHA
         sampled = threefry.uniform(key, (), minval=low, maxval=high)
         alpha = jnp.where(params.sample_alpha, sampled, params.alpha).astype(jnp.float32)
         return state.replace(coordination=state.coordination.replace(alpha=alpha))
@@ -261,7 +262,7 @@ class Layer:
         metrics["alpha"] = coordination.alpha
         for part in self.parts:
             metrics.update(part.metrics(state))
-        for index, name in enumerate(C.COORDINATION_ACHIEVEMENTS):
+        for index, name in enumerate(L.COORDINATION_ACHIEVEMENTS):
             metrics[f"achievement/{name}"] = team[index].astype(jnp.float32)
         return metrics, earned, maximum
 
@@ -280,7 +281,7 @@ def credit_revives(state: CraftState, doing: jax.Array) -> CraftState:
     return state.replace(
         coordination=coordination.replace(
             achievements=coordination.achievements.at[
-                :, C.COORDINATION_INDEX["revive_teammate"]
+                :, L.COORDINATION_INDEX["revive_teammate"]
             ].max(revivers),
             revives=coordination.revives + jnp.sum(revived).astype(jnp.int16),
         )

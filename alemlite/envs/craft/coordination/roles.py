@@ -1,6 +1,6 @@
 """Soft specialisation: roles by agent index (warrior, forager, miner, warrior, ...).
 
-Role-gated activities (constants.MATERIAL_ROLE, ACTION_ROLE): a specialist always
+Role-gated activities (`L.MATERIAL_ROLE`, `L.ACTION_ROLE`): a specialist always
 succeeds; anyone else succeeds with probability 1 - alpha, or never with
 `hard_specialisation`. A failed attempt costs the turn and nothing else. Warriors deal
 double melee damage; non-foragers get half the food of a cow or a plant. A forager has
@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.part import Draws, Part
 from alemlite.envs.craft.world.gathering import agent_blocking, facing_target, mob_at
 from alemlite.envs.craft.world.rules import DoRules, LifeRules
@@ -55,10 +56,10 @@ def gate_actions(
         agent_blocking(state, target) & ~jnp.eye(config.num_agents, dtype=bool), axis=1
     ) | jnp.any(mob_at(state, target), axis=1)
     material_role = jnp.where(
-        facing_entity, -1, jnp.asarray(C.MATERIAL_ROLE)[read_tiles(state.map, target)]
+        facing_entity, -1, jnp.asarray(L.MATERIAL_ROLE)[read_tiles(state.map, target)]
     )
     needed = jnp.where(
-        actions == C.DO, material_role, jnp.asarray(C.ACTION_ROLE)[actions % C.NUM_ACTIONS]
+        actions == C.DO, material_role, jnp.asarray(L.ACTION_ROLE)[actions % C.NUM_ACTIONS]
     )
     needed = jnp.where(actions < C.NUM_ACTIONS, needed, -1)
     return jnp.where(allowed(config, state, params, needed, roll), actions, C.NOOP)
@@ -66,7 +67,7 @@ def gate_actions(
 
 def gated_action_mask(config: CraftConfig, params: CraftParams) -> jax.Array:
     """`(P, NUM_ACTIONS)` bool: actions a hard non-specialist can never succeed at."""
-    action_role = jnp.asarray(C.ACTION_ROLE)
+    action_role = jnp.asarray(L.ACTION_ROLE)
     impossible = (action_role[None, :] >= 0) & (
         action_role[None, :] != agent_roles(config.num_agents)[:, None]
     )
@@ -74,16 +75,16 @@ def gated_action_mask(config: CraftConfig, params: CraftParams) -> jax.Array:
 
 
 def melee_factor(num_agents: int) -> jax.Array:
-    return jnp.where(agent_roles(num_agents) == C.WARRIOR, C.WARRIOR_DAMAGE_FACTOR, 1)
+    return jnp.where(agent_roles(num_agents) == L.WARRIOR, L.WARRIOR_DAMAGE_FACTOR, 1)
 
 
 def food_share(num_agents: int) -> jax.Array:
-    return jnp.where(agent_roles(num_agents) == C.FORAGER, 1.0, C.NON_FORAGER_FOOD_SHARE)
+    return jnp.where(agent_roles(num_agents) == L.FORAGER, 1.0, L.NON_FORAGER_FOOD_SHARE)
 
 
 def reserve_factor(num_agents: int) -> jax.Array:
     """`(P,)` int: how many times longer each unit of food and drink lasts (foragers 2)."""
-    return jnp.where(agent_roles(num_agents) == C.FORAGER, C.FORAGER_RESERVE_FACTOR, 1)
+    return jnp.where(agent_roles(num_agents) == L.FORAGER, L.FORAGER_RESERVE_FACTOR, 1)
 
 
 class Roles(Part):

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.coordination import constants as L
 
 
 @struct.dataclass
@@ -75,7 +75,7 @@ def empty_coordination(config: CraftConfig) -> CoordinationState:
         last_message=jnp.full((agents,), -1, jnp.int8),
         alpha=jnp.float32(0.0),
         mob_elite=jnp.zeros((config.num_mobs,), jnp.int8),
-        achievements=jnp.zeros((agents, C.NUM_COORDINATION_ACHIEVEMENTS), bool),
+        achievements=jnp.zeros((agents, L.NUM_COORDINATION_ACHIEVEMENTS), bool),
         syncs=jnp.int16(0),
         handovers=jnp.int16(0),
         lapsed=jnp.int16(0),
@@ -91,6 +91,6 @@ def empty_coordination(config: CraftConfig) -> CoordinationState:
             timer=jnp.zeros((config.site_slots,), jnp.int16),
         ),
         diamond_sword=jnp.zeros((agents,), bool),
-        buildings_built=jnp.zeros((C.NUM_BUILDINGS,), jnp.int16),
+        buildings_built=jnp.zeros((L.NUM_BUILDINGS,), jnp.int16),
         diamond_swords=jnp.int16(0),
     )

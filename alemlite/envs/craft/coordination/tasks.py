@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
 from alemlite.envs.craft.coordination.state import CoordinationState
 from alemlite.envs.craft.world.gathering import add_items, facing_target
@@ -43,24 +44,24 @@ MAX_WINDOW = 24  # the longest handover window (alpha = 0)
 def lay_tasks(key: jax.Array, config: CraftConfig, material: jax.Array) -> jax.Array:
     """Task bytes `(S, S)` over a generated map (at generation, never inside a step)."""
     presence, kind_roll, quorum_roll = threefry.uniform(key, (3, *material.shape))
-    is_task = jnp.asarray(C.TASK_MATERIALS)[material] & (presence < config.task_probability)
+    is_task = jnp.asarray(L.TASK_MATERIALS)[material] & (presence < config.task_probability)
     kind = jnp.where(
-        kind_roll < C.HANDOVER_SHARE,
-        C.TASK_HANDOVER,
-        jnp.where(kind_roll < (1 + C.HANDOVER_SHARE) / 2, C.TASK_SOFT_SYNC, C.TASK_HARD_SYNC),
+        kind_roll < L.HANDOVER_SHARE,
+        L.TASK_HANDOVER,
+        jnp.where(kind_roll < (1 + L.HANDOVER_SHARE) / 2, L.TASK_SOFT_SYNC, L.TASK_HARD_SYNC),
     )
-    quorum = jnp.floor(quorum_roll * C.QUORUM_LEVELS).astype(jnp.int32)
-    return jnp.where(is_task, kind | (quorum << C.TASK_KIND_BITS), 0).astype(jnp.uint8)
+    quorum = jnp.floor(quorum_roll * L.QUORUM_LEVELS).astype(jnp.int32)
+    return jnp.where(is_task, kind | (quorum << L.TASK_KIND_BITS), 0).astype(jnp.uint8)
 
 
 def task_kind(byte: jax.Array) -> jax.Array:
-    return byte.astype(jnp.int32) & ((1 << C.TASK_KIND_BITS) - 1)
+    return byte.astype(jnp.int32) & ((1 << L.TASK_KIND_BITS) - 1)
 
 
 def quorum(byte: jax.Array, alpha: jax.Array, num_agents: int) -> jax.Array:
     """Agents a sync needs: P with probability alpha (by the tile's roll), else 2; at most P."""
-    roll = byte.astype(jnp.int32) >> C.TASK_KIND_BITS
-    needed = jnp.where(roll < alpha * C.QUORUM_LEVELS, num_agents, 2)
+    roll = byte.astype(jnp.int32) >> L.TASK_KIND_BITS
+    needed = jnp.where(roll < alpha * L.QUORUM_LEVELS, num_agents, 2)
     return jnp.minimum(needed, num_agents)
 
 
@@ -95,23 +96,23 @@ def resolve_tasks(
     byte = coordination.tile_task[clipped[:, 0], clipped[:, 1]]
     tool = jnp.asarray(C.COLLECT_TOOL)[material]
     has_tool = (tool < 0) | (jnp.take_along_axis(agents.inventory, tool[:, None], 1)[:, 0] > 0)
-    working &= has_tool & jnp.asarray(C.TASK_MATERIALS)[material]
-    kind = jnp.where(working, task_kind(byte), C.TASK_NONE)
+    working &= has_tool & jnp.asarray(L.TASK_MATERIALS)[material]
+    kind = jnp.where(working, task_kind(byte), L.TASK_NONE)
     item = jnp.asarray(C.COLLECT_ITEM)[material]
     together = same_tile(target, target)  # (P, P)
 
     # Syncs.
-    syncing = (kind == C.TASK_SOFT_SYNC) | (kind == C.TASK_HARD_SYNC)
+    syncing = (kind == L.TASK_SOFT_SYNC) | (kind == L.TASK_HARD_SYNC)
     partners = jnp.sum(together & syncing[None, :], axis=1)
     needed = quorum(byte, alpha, num_agents)
     met = syncing & (partners >= needed)
     lucky = uniform[:, 0] < 1.0 - alpha
-    solo_collect = syncing & ~met & (kind == C.TASK_SOFT_SYNC) & lucky
+    solo_collect = syncing & ~met & (kind == L.TASK_SOFT_SYNC) & lucky
     failed = syncing & ~met & ~solo_collect
     sync_yield = needed * (needed + 1) // 2
 
     # Handovers: match each DO against the pending table.
-    handing = kind == C.TASK_HANDOVER
+    handing = kind == L.TASK_HANDOVER
     table_hit = (
         same_tile(target, coordination.task_position.astype(jnp.int32))
         & (coordination.task_starter >= 0)[None, :]
@@ -135,7 +136,7 @@ def resolve_tasks(
     credited_starter = jnp.zeros((num_agents,), bool).at[starter].max(finishing)
 
     # Yields: syncs give each participant k(k+1)/2; handovers give both parties HANDOVER_YIELD.
-    amount = jnp.where(met, sync_yield, 0) + jnp.where(finishing, C.HANDOVER_YIELD, 0)
+    amount = jnp.where(met, sync_yield, 0) + jnp.where(finishing, L.HANDOVER_YIELD, 0)
     inventory = add_items(agents.inventory, jnp.where(amount > 0, item, -1), amount)
     # The starter may now face elsewhere: it receives the finisher's item.
     starter_item = (
@@ -144,7 +145,7 @@ def resolve_tasks(
     inventory = add_items(
         inventory,
         jnp.where(credited_starter, starter_item, -1),
-        jnp.full_like(item, C.HANDOVER_YIELD),
+        jnp.full_like(item, L.HANDOVER_YIELD),
     )
 
     # Tiles: a completed task's byte clears; consumed tiles become what they leave.
@@ -183,9 +184,9 @@ def resolve_tasks(
 
     syncs_done = jnp.sum(jnp.where(met, 1.0 / jnp.maximum(partners, 1), 0.0))
     coordination_achievements = (
-        coordination.achievements.at[:, C.COORDINATION_INDEX["complete_sync"]]
+        coordination.achievements.at[:, L.COORDINATION_INDEX["complete_sync"]]
         .max(met)
-        .at[:, C.COORDINATION_INDEX["complete_handover"]]
+        .at[:, L.COORDINATION_INDEX["complete_handover"]]
         .max(finishing | credited_starter)
     )
     coordination = coordination.replace(
@@ -203,7 +204,7 @@ def resolve_tasks(
         coordination=coordination,
         agents=agents.replace(inventory=inventory, achievements=base_achievements),
     )
-    passthrough = (kind == C.TASK_NONE) | solo_collect
+    passthrough = (kind == L.TASK_NONE) | solo_collect
     return state, passthrough
 
 
@@ -251,7 +252,7 @@ def task_planes(config: CraftConfig, state: CraftState) -> jax.Array:
     byte = jnp.where(inside, coordination.tile_task[clipped[..., 0], clipped[..., 1]], 0)
     kind = task_kind(byte)
     kind_planes = jax.nn.one_hot(kind - 1, 3)  # "none" (-1) is all zero
-    syncing = (kind == C.TASK_SOFT_SYNC) | (kind == C.TASK_HARD_SYNC)
+    syncing = (kind == L.TASK_SOFT_SYNC) | (kind == L.TASK_HARD_SYNC)
     needed = quorum(byte, coordination.alpha, config.num_agents)
     quorum_plane = jnp.where(syncing, needed / config.num_agents, 0.0)
     rows, cols = window_offsets(config)
@@ -270,7 +271,7 @@ def task_planes(config: CraftConfig, state: CraftState) -> jax.Array:
 
 def flag(kind: jax.Array, where: jax.Array, marks: Marks) -> Marks:
     """Corner flags coloured by task kind `(R, W)` (TASK_FLAG_COLOURS) where `where`."""
-    colour = jnp.asarray(C.TASK_FLAG_COLOURS)[kind]
+    colour = jnp.asarray(L.TASK_FLAG_COLOURS)[kind]
     return marks._replace(
         flag=jnp.where(where, kind > 0, marks.flag),
         flag_colour=jnp.where(where[..., None], colour, marks.flag_colour),
@@ -316,4 +317,4 @@ class Tasks(Part):
         inside = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
         tile_task = state.coordination.tile_task
         byte = tile_task[jnp.clip(rows, 0, size - 1), jnp.clip(cols, 0, size - 1)]
-        return flag(jnp.where(inside, task_kind(byte), C.TASK_NONE), inside, marks)
+        return flag(jnp.where(inside, task_kind(byte), L.TASK_NONE), inside, marks)

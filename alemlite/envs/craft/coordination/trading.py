@@ -19,6 +19,7 @@ import numpy as np
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.part import Draws, Part, Turn
 from alemlite.envs.craft.world.observation import teammates
 from alemlite.envs.craft.world.state import CraftState
@@ -26,7 +27,7 @@ from alemlite.envs.craft.world.tiles import l1_distance
 
 
 def action_names(config: CraftConfig) -> tuple[str, ...]:
-    return tuple(f"request_{name}" for name in C.REQUEST_RESOURCES) + tuple(
+    return tuple(f"request_{name}" for name in L.REQUEST_RESOURCES) + tuple(
         f"give_to_{k}" for k in range(1, config.num_agents)
     )
 
@@ -37,14 +38,14 @@ def first_request(config: CraftConfig) -> int:
 
 
 def first_give(config: CraftConfig) -> int:
-    return C.NUM_ACTIONS + C.NUM_REQUEST_RESOURCES
+    return C.NUM_ACTIONS + L.NUM_REQUEST_RESOURCES
 
 
 def _holdings(state: CraftState) -> jax.Array:
     """`(P, 8)` amount of each requestable resource each agent holds."""
     agents = state.agents
-    stat = jnp.asarray(C.REQUEST_STAT)
-    item = jnp.asarray(C.REQUEST_ITEM)
+    stat = jnp.asarray(L.REQUEST_STAT)
+    item = jnp.asarray(L.REQUEST_ITEM)
     return jnp.where(
         stat >= 0, agents.stats[:, jnp.maximum(stat, 0)], agents.inventory[:, jnp.maximum(item, 0)]
     )
@@ -73,8 +74,8 @@ def apply(
     coordination, agents = state.coordination, state.agents
     num_agents = config.num_agents
     request = actions - first_request(config)
-    requesting = (request >= 0) & (request < C.NUM_REQUEST_RESOURCES)
-    received = jnp.zeros((num_agents, C.NUM_REQUEST_RESOURCES), jnp.int32)
+    requesting = (request >= 0) & (request < L.NUM_REQUEST_RESOURCES)
+    received = jnp.zeros((num_agents, L.NUM_REQUEST_RESOURCES), jnp.int32)
     giving = jnp.zeros((num_agents,), bool)
     if num_agents > 1:
         slot = actions - first_give(config)
@@ -84,11 +85,11 @@ def apply(
         giving &= jnp.take_along_axis(valid, slot[:, None], 1)[:, 0]
         receiver = jnp.asarray(teammates(num_agents))[jnp.arange(num_agents), slot]
         resource = coordination.request_item.astype(jnp.int32)[receiver]
-        moved = jax.nn.one_hot(resource, C.NUM_REQUEST_RESOURCES, dtype=jnp.int32)
+        moved = jax.nn.one_hot(resource, L.NUM_REQUEST_RESOURCES, dtype=jnp.int32)
         moved = moved * giving[:, None]
         received = received.at[receiver].add(moved)
         change = received - moved
-        stat, item = jnp.asarray(C.REQUEST_STAT), jnp.asarray(C.REQUEST_ITEM)
+        stat, item = jnp.asarray(L.REQUEST_STAT), jnp.asarray(L.REQUEST_ITEM)
         stats = agents.stats.at[:, stat[:2]].add(change[:, :2])
         inventory = agents.inventory.at[:, item[2:]].add(change[:, 2:])
         agents = agents.replace(
@@ -99,8 +100,8 @@ def apply(
     request_item = jnp.where(requesting, request, coordination.request_item)
     request_item = jnp.where(got & ~requesting, -1, request_item)
     # Open for the next REQUEST_DURATION steps (the end-of-step tick takes one off).
-    request_timer = jnp.where(requesting, C.REQUEST_DURATION + 1, coordination.request_timer)
-    achievements = coordination.achievements.at[:, C.COORDINATION_INDEX["give_item"]].max(
+    request_timer = jnp.where(requesting, L.REQUEST_DURATION + 1, coordination.request_timer)
+    achievements = coordination.achievements.at[:, L.COORDINATION_INDEX["give_item"]].max(
         giving | got
     )
     coordination = coordination.replace(
@@ -128,7 +129,7 @@ def tick_requests(state: CraftState) -> CraftState:
 class Trading(Part):
     """Requests and gives between teammates."""
 
-    teammate_features = C.NUM_REQUEST_RESOURCES
+    teammate_features = L.NUM_REQUEST_RESOURCES
     achievements = ("give_item",)
 
     @staticmethod
@@ -146,9 +147,9 @@ class Trading(Part):
         return tick_requests(state)
 
     def action_mask(self, state: CraftState, params: CraftParams) -> jax.Array:
-        requests = jnp.ones((self.config.num_agents, C.NUM_REQUEST_RESOURCES), bool)
+        requests = jnp.ones((self.config.num_agents, L.NUM_REQUEST_RESOURCES), bool)
         return jnp.concatenate([requests, give_valid(self.config, state, params)], axis=1)
 
     def about_teammates(self, state: CraftState, mates: np.ndarray) -> jax.Array:
         request = state.coordination.request_item.astype(jnp.int32)[mates]
-        return jax.nn.one_hot(request, C.NUM_REQUEST_RESOURCES)
+        return jax.nn.one_hot(request, L.NUM_REQUEST_RESOURCES)

@@ -15,6 +15,7 @@ import numpy as np
 
 from alemlite.core.prompting import load_prompt
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.prompting.coordination import (
     handover_window_range,
     named,
@@ -43,21 +44,21 @@ class ConstructionText:
         self.enabled = config.has_construction
         share = np.asarray(default_params.building_share)
         self.shares = "; ".join(
-            f"{building}: {items_text(share[kind])}" for kind, building in enumerate(C.BUILDINGS)
+            f"{building}: {items_text(share[kind])}" for kind, building in enumerate(L.BUILDINGS)
         )
         self.beacon_side = 2 * int(np.asarray(default_params.beacon_radius)) + 1
-        self.build_actions = [f"build_{building}" for building in C.BUILDINGS]
+        self.build_actions = [f"build_{building}" for building in L.BUILDINGS]
         self._half_height, self._half_width = config.view_height // 2, config.view_width // 2
 
     def formats(self) -> dict[str, Any]:
         """Values the construction texts of the system prompt are filled with."""
         return {
             "shares": self.shares,
-            "shelter_factor": C.SHELTER_RECOVERY_FACTOR,
+            "shelter_factor": L.SHELTER_RECOVERY_FACTOR,
             "beacon_side": self.beacon_side,
-            "smiths": C.DIAMOND_SWORD_SMITHS,
-            "sword_share": items_text(C.DIAMOND_SWORD_SHARE),
-            "sword_damage": C.DIAMOND_SWORD_DAMAGE,
+            "smiths": L.DIAMOND_SWORD_SMITHS,
+            "sword_share": items_text(L.DIAMOND_SWORD_SHARE),
+            "sword_damage": L.DIAMOND_SWORD_DAMAGE,
         }
 
     def section(self) -> str:
@@ -70,7 +71,7 @@ class ConstructionText:
             return [""] * len(seats)
         held = np.asarray(state.coordination.diamond_sword)[episodes, seats]
         return [
-            f"You hold a diamond sword (melee damage {C.DIAMOND_SWORD_DAMAGE})." if sword else ""
+            f"You hold a diamond sword (melee damage {L.DIAMOND_SWORD_DAMAGE})." if sword else ""
             for sword in held.tolist()
         ]
 
@@ -97,7 +98,7 @@ class ConstructionText:
             return [""] * count
         episode = episodes[pair]
         byte = task[pair, slot]
-        kind = byte & ((1 << C.TASK_KIND_BITS) - 1)
+        kind = byte & ((1 << L.TASK_KIND_BITS) - 1)
         alpha = np.asarray(coordination.alpha)[episode]
         needed = quorum(byte, alpha, self.config.num_agents)
         low, high = handover_window_range(alpha)
@@ -110,7 +111,7 @@ class ConstructionText:
         for n in order.tolist():
             row, col = site_position[pair[n], slot[n]].tolist()
             where = f"{relative(int(d_row[n]), int(d_col[n]))} (row {row}, col {col})"
-            if kind[n] == C.TASK_HARD_SYNC:
+            if kind[n] == L.TASK_HARD_SYNC:
                 text = f"sync site {where}: {needed[n]} agents build the same building on one step"
             elif starter[n] < 0:
                 text = (
@@ -119,13 +120,13 @@ class ConstructionText:
                 )
             elif starter[n] == seats[pair[n]]:
                 text = (
-                    f"handover site {where}: you started a {C.BUILDINGS[pending[n]]}, another "
+                    f"handover site {where}: you started a {L.BUILDINGS[pending[n]]}, another "
                     f"agent must {self.build_actions[pending[n]]} within {steps_left[n]} steps"
                 )
             else:
                 text = (
                     f"handover site {where}: agent {starter[n]} started a "
-                    f"{C.BUILDINGS[pending[n]]}, {self.build_actions[pending[n]]} within "
+                    f"{L.BUILDINGS[pending[n]]}, {self.build_actions[pending[n]]} within "
                     f"{steps_left[n]} steps to finish it"
                 )
             items[pair[n]].append(text)
@@ -144,9 +145,9 @@ class ConstructionText:
             & (np.asarray(sites.building)[episodes] < 0)
         )
         kind = np.where(hit.any(axis=1), task[np.arange(len(episodes)), hit.argmax(axis=1)], 0)
-        kind = kind & ((1 << C.TASK_KIND_BITS) - 1)
+        kind = kind & ((1 << L.TASK_KIND_BITS) - 1)
         names = {
-            C.TASK_HARD_SYNC: " (an unbuilt sync site)",
-            C.TASK_HANDOVER: " (an unbuilt handover site)",
+            L.TASK_HARD_SYNC: " (an unbuilt sync site)",
+            L.TASK_HANDOVER: " (an unbuilt handover site)",
         }
         return [names.get(k, "") for k in kind.tolist()]

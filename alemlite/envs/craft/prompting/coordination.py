@@ -16,6 +16,7 @@ import numpy as np
 
 from alemlite.core.prompting import load_prompt
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination import tasks
 
 TEMPLATES = resources.files("alemlite.envs.craft.prompting") / "templates"
@@ -23,7 +24,7 @@ TEMPLATES = resources.files("alemlite.envs.craft.prompting") / "templates"
 # Coordination actions by name prefix; the base actions are the rest.
 ACTION_PREFIXES = ("request_", "give_to_", "message_", "build_", "make_diamond_sword")
 MAX_TASKS_SHOWN = 4  # nearest task tiles named per turn; the rest are counted
-_TASK_NAMES = {C.TASK_SOFT_SYNC: "soft sync", C.TASK_HARD_SYNC: "hard sync"}
+_TASK_NAMES = {L.TASK_SOFT_SYNC: "soft sync", L.TASK_HARD_SYNC: "hard sync"}
 _DO_GIVES = {C.WATER: "drink"}  # what a DO on a material gives when it is no item
 # The part of the layer that makes each team achievement reachable (default: any part).
 _ACHIEVEMENT_PART = {
@@ -32,11 +33,11 @@ _ACHIEVEMENT_PART = {
     "defeat_elite": "has_elites",
     "eat_large_cow": "has_elites",
     "give_item": "has_trading",
-    **{name: "has_construction" for name in C.BUILD_ACTIONS},
+    **{name: "has_construction" for name in L.BUILD_ACTIONS},
 }
 _ELITE_RULE = {
-    C.ELITE_SOFT: "soft: half damage from a lone attacker",
-    C.ELITE_HARD: "hard: only hurt when 2+ agents hit it on one step",
+    L.ELITE_SOFT: "soft: half damage from a lone attacker",
+    L.ELITE_HARD: "hard: only hurt when 2+ agents hit it on one step",
 }
 
 
@@ -116,16 +117,16 @@ def role_duties(role: int) -> str:
     """What only `role` always succeeds at, and its other strengths."""
     materials = [
         named(C.MATERIALS[m]) + ("" if _do_gives(m) == C.MATERIALS[m] else f" ({_do_gives(m)})")
-        for m in np.flatnonzero(np.equal(C.MATERIAL_ROLE, role)).tolist()
+        for m in np.flatnonzero(np.equal(L.MATERIAL_ROLE, role)).tolist()
     ]
     duties = [f"do on {', '.join(materials)}"] if materials else []
-    actions = [C.ACTIONS[a] for a in np.flatnonzero(np.equal(C.ACTION_ROLE, role)).tolist()]
+    actions = [C.ACTIONS[a] for a in np.flatnonzero(np.equal(L.ACTION_ROLE, role)).tolist()]
     duties += [", ".join(actions)] if actions else []
-    if role == C.WARRIOR:
-        duties.append(f"melee damage x{C.WARRIOR_DAMAGE_FACTOR}")
-    if role == C.FORAGER:
-        duties.append(f"full food from cows and plants (others get {C.NON_FORAGER_FOOD_SHARE:.0%})")
-        duties.append(f"food and drink last {C.FORAGER_RESERVE_FACTOR} times as long")
+    if role == L.WARRIOR:
+        duties.append(f"melee damage x{L.WARRIOR_DAMAGE_FACTOR}")
+    if role == L.FORAGER:
+        duties.append(f"full food from cows and plants (others get {L.NON_FORAGER_FOOD_SHARE:.0%})")
+        duties.append(f"food and drink last {L.FORAGER_RESERVE_FACTOR} times as long")
     return "; ".join(duties)
 
 
@@ -154,7 +155,7 @@ class CoordinationText:
         self.team_achievements = np.array(
             [
                 index
-                for index, name in enumerate(C.COORDINATION_ACHIEVEMENTS)
+                for index, name in enumerate(L.COORDINATION_ACHIEVEMENTS)
                 if config.has_layer and getattr(config, _ACHIEVEMENT_PART.get(name, "has_layer"))
             ],
             dtype=np.int64,
@@ -170,7 +171,7 @@ class CoordinationText:
                 + [
                     f"{'large' if kind == C.COW else 'elite'} {C.MOB_KINDS[kind]} "
                     f"({_ELITE_RULE[elite]})"
-                    for elite in (C.ELITE_SOFT, C.ELITE_HARD)
+                    for elite in (L.ELITE_SOFT, L.ELITE_HARD)
                 ]
                 for kind in range(C.NUM_MOB_KINDS)
             ],
@@ -191,18 +192,18 @@ class CoordinationText:
         sections = []
         if self.config.has_tasks:
             easy, hard = (handover_window_range(np.float32(a)) for a in (0.0, 1.0))
-            materials = [named(C.MATERIALS[m]) for m in np.flatnonzero(C.TASK_MATERIALS)]
+            materials = [named(C.MATERIALS[m]) for m in np.flatnonzero(L.TASK_MATERIALS)]
             sections.append(
                 load_prompt(TEMPLATES, "tasks.txt").format(
                     materials=", ".join(materials[:-1]) + " and " + materials[-1],
                     easy_window=f"{easy[0]} to {easy[1]}",
                     hard_window=f"{hard[0]} to {hard[1]}",
-                    handover_yield=C.HANDOVER_YIELD,
+                    handover_yield=L.HANDOVER_YIELD,
                 )
             )
         if self.config.has_elites:
             sections.append(
-                load_prompt(TEMPLATES, "elites.txt").format(health_factor=C.ELITE_HEALTH_FACTOR)
+                load_prompt(TEMPLATES, "elites.txt").format(health_factor=L.ELITE_HEALTH_FACTOR)
             )
         return sections
 
@@ -216,7 +217,7 @@ class CoordinationText:
         for prefix, names in self.action_groups.items():
             text = describe[prefix].format(
                 **self.formats,
-                request_steps=C.REQUEST_DURATION,
+                request_steps=L.REQUEST_DURATION,
                 num_agents=self.num_agents,
                 give_range=f" and it must stand within {give_range} tiles" if give_range else "",
             )
@@ -227,7 +228,7 @@ class CoordinationText:
         text = "## Achievements\n" + ", ".join(C.ACHIEVEMENTS)
         if self.team_achievements.size:
             text += "\nTeam achievements (credited to every agent that takes part): " + ", ".join(
-                C.COORDINATION_ACHIEVEMENTS[a] for a in self.team_achievements.tolist()
+                L.COORDINATION_ACHIEVEMENTS[a] for a in self.team_achievements.tolist()
             )
         return text
 
@@ -259,7 +260,7 @@ class CoordinationText:
             left = np.asarray(coordination.request_timer)[episodes, seats]
             texts = [
                 text + (
-                    f"\nYour open request: {C.REQUEST_RESOURCES[i]} ({t} steps left)."
+                    f"\nYour open request: {L.REQUEST_RESOURCES[i]} ({t} steps left)."
                     if i >= 0 else ""
                 )
                 for text, i, t in zip(texts, item.tolist(), left.tolist(), strict=True)
@@ -282,7 +283,7 @@ class CoordinationText:
         if not pair.size:
             return [""] * count
         byte = task_bytes[pair, i, j].astype(np.int32)
-        kind = byte & ((1 << C.TASK_KIND_BITS) - 1)
+        kind = byte & ((1 << L.TASK_KIND_BITS) - 1)
         episode = episodes[pair]
         alpha = np.asarray(coordination.alpha)[episode]
         needed = quorum(byte, alpha, self.num_agents)
@@ -314,9 +315,9 @@ class CoordinationText:
                 f"on {named(C.MATERIALS[material[n]])} {relative(d_row[n], d_col[n])} "
                 f"(row {row[n]}, col {col[n]})"
             )
-            if kind[n] != C.TASK_HANDOVER:
+            if kind[n] != L.TASK_HANDOVER:
                 text = f"{_TASK_NAMES[kind[n]]} {where}: {needed[n]} agents do it on one step"
-                if kind[n] == C.TASK_SOFT_SYNC:
+                if kind[n] == L.TASK_SOFT_SYNC:
                     text += f" (alone: chance {1 - alpha[n]:.2f})"
             elif not started[n]:
                 text = (
@@ -365,7 +366,7 @@ class CoordinationText:
             left = np.asarray(coordination.request_timer)[episodes, mates]
             give_range = batch_param(params, "give_range", np.shape(state.step))[episodes]
             notes = [
-                f"; requests {C.REQUEST_RESOURCES[i]} ({t} steps left; {give}"
+                f"; requests {L.REQUEST_RESOURCES[i]} ({t} steps left; {give}"
                 + (f" reaches {r} tiles, it is {d} away" if r > 0 else "") + ")"
                 if i >= 0 else ""
                 for i, t, r, d in zip(
@@ -389,9 +390,9 @@ class CoordinationText:
             return cues
         agents, coordination = state.agents, state.coordination
         holdings = np.where(
-            C.REQUEST_STAT >= 0,
-            np.asarray(agents.stats)[episodes, seats][:, np.maximum(C.REQUEST_STAT, 0)],
-            np.asarray(agents.inventory)[episodes, seats][:, np.maximum(C.REQUEST_ITEM, 0)],
+            L.REQUEST_STAT >= 0,
+            np.asarray(agents.stats)[episodes, seats][:, np.maximum(L.REQUEST_STAT, 0)],
+            np.asarray(agents.inventory)[episodes, seats][:, np.maximum(L.REQUEST_ITEM, 0)],
         )  # (K, 8)
         pairs = np.arange(len(seats))
         for offset in range(1, self.num_agents):
@@ -402,7 +403,7 @@ class CoordinationText:
             give = self.action_groups["give_to_"][offset - 1]
             for pair in np.flatnonzero((wanted >= 0) & (have > 0) & standing).tolist():
                 cues[pair].append(
-                    f"agent {mates[pair]} requests {C.REQUEST_RESOURCES[wanted[pair]]} and you "
+                    f"agent {mates[pair]} requests {L.REQUEST_RESOURCES[wanted[pair]]} and you "
                     f"have {have[pair]}: {give}"
                 )
         return cues

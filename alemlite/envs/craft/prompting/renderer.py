@@ -23,6 +23,7 @@ import numpy as np
 
 from alemlite.core.prompting import PromptOptions, load_prompt, output_format
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.prompting.construction import ConstructionText
 from alemlite.envs.craft.prompting.coordination import CoordinationText, named, relative, view_of
 
@@ -149,9 +150,9 @@ class CraftRenderer:
         ]
         if self.config.has_tasks:
             byte = np.where(inside, np.asarray(state.coordination.tile_task)[episodes, row, col], 0)
-            kind = byte & ((1 << C.TASK_KIND_BITS) - 1)
+            kind = byte & ((1 << L.TASK_KIND_BITS) - 1)
             texts = [
-                text + (f" (a {named(C.TASK_KINDS[k])} task)" if k else "")
+                text + (f" (a {named(L.TASK_KINDS[k])} task)" if k else "")
                 for text, k in zip(texts, kind.tolist(), strict=True)
             ]
         there = np.all(np.asarray(state.agents.position)[episodes] == target[:, None, :], axis=-1)
@@ -295,7 +296,7 @@ class CraftRenderer:
             ],
             axis=1,
         )
-        names = np.asarray(C.ACHIEVEMENTS + tuple(C.COORDINATION_ACHIEVEMENTS[a] for a in team))
+        names = np.asarray(C.ACHIEVEMENTS + tuple(L.COORDINATION_ACHIEVEMENTS[a] for a in team))
         # Teams share few progress patterns: each distinct one is written once.
         first, pattern_of = _distinct_rows(unlocked)
         progress = []

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.team_policy.tuning import FAR, HELP_RADIUS
 from alemlite.envs.craft.team_policy.view import TeamView
 
@@ -71,7 +72,7 @@ def help_against_elites(view: TeamView) -> Help:
     mobs = view.state.mobs
     hostile, offset = _hostile_and_offset(view)
     mob_gap = jnp.sum(jnp.abs(offset), axis=-1)  # (P, N)
-    pressing = hostile & (view.elite != C.ELITE_NONE) & mobs.alive & jnp.any(mob_gap <= 1, axis=0)
+    pressing = hostile & (view.elite != L.ELITE_NONE) & mobs.alive & jnp.any(mob_gap <= 1, axis=0)
     helper_gap = jnp.where(view.able[:, None] & (mob_gap > 1), mob_gap, FAR)
     helps = pressing[None, :] & (jnp.argmin(helper_gap, axis=0)[None, :] == view.agent[:, None])
     helps &= helper_gap <= HELP_RADIUS

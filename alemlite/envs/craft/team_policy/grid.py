@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.tasks import task_kind
 from alemlite.envs.craft.team_policy.tuning import FAR, RALLY_RADIUS, SOLO_MATERIALS
 from alemlite.envs.craft.world.state import CraftState
@@ -68,5 +69,5 @@ def window(state: CraftState) -> tuple[jax.Array, jax.Array]:
 def avoided_tasks(state: CraftState) -> jax.Array:
     """`(S, S)` bool: task tiles an agent gathering alone leaves to the team."""
     byte = state.coordination.tile_task
-    solo = (task_kind(byte) == C.TASK_SOFT_SYNC) & jnp.asarray(SOLO_MATERIALS)[state.map]
+    solo = (task_kind(byte) == L.TASK_SOFT_SYNC) & jnp.asarray(SOLO_MATERIALS)[state.map]
     return (byte > 0) & ~solo

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination import construction
 from alemlite.envs.craft.coordination.tasks import quorum, task_kind
 from alemlite.envs.craft.team_policy.sharing import Sharing, may_request
@@ -56,7 +57,7 @@ def building_project(view: TeamView) -> Project:
     sites = coordination.sites
     slots = sites.task.shape[0]
     position = sites.position.astype(jnp.int32)
-    handover = task_kind(sites.task) == C.TASK_HANDOVER
+    handover = task_kind(sites.task) == L.TASK_HANDOVER
     needed = jnp.where(handover, 2, quorum(sites.task, coordination.alpha, num_agents))
     # Sides builders can stand on: walkable now, or a stone the miner clears first.
     side_tiles = position[:, None, :] + jnp.asarray(C.DIRECTIONS)[None]  # (Q, 4, 2)
@@ -68,12 +69,12 @@ def building_project(view: TeamView) -> Project:
     sides = jnp.sum(walkable_side | stone_side, axis=1)
     unbuilt = (sites.task > 0) & (sites.building < 0)
     usable = unbuilt & (sides >= needed) & (needed <= jnp.sum(agents.status != C.DEAD))
-    built = jnp.any(sites.building[:, None] == jnp.arange(C.NUM_BUILDINGS)[None], axis=0)
+    built = jnp.any(sites.building[:, None] == jnp.arange(L.NUM_BUILDINGS)[None], axis=0)
     started = usable & (sites.pending >= 0)
 
     # The shelter takes the site needing most builders, iron buildings those needing fewest.
     slot = jnp.arange(slots)
-    fewest_first = jnp.where(jnp.arange(C.NUM_BUILDINGS) == C.SHELTER_KIND, -1, 1)
+    fewest_first = jnp.where(jnp.arange(L.NUM_BUILDINGS) == L.SHELTER_KIND, -1, 1)
     score = fewest_first[:, None] * needed[None, :] * slots + slot[None, :]
     score = jnp.where(usable[None, :], score, 1 << 20)
     site_for = jnp.argmin(score, axis=1)
@@ -107,7 +108,7 @@ def building_project(view: TeamView) -> Project:
         payers & all_ready,
     )
     # Stock for this building and the ones after it (each on its preferred site).
-    later = open_kind & (jnp.arange(C.NUM_BUILDINGS) != building)
+    later = open_kind & (jnp.arange(L.NUM_BUILDINGS) != building)
     later_need = jnp.sum(
         (later * needed[site_for])[:, None] * params.building_share, axis=0
     ).astype(jnp.int32)
@@ -131,13 +132,13 @@ def sword_project(view: TeamView) -> Project:
     """Diamond swords: two smiths, each with 1 wood + 1 diamond, beside the forge together."""
     config, standing = view.config, view.standing
     agents, sites = view.state.agents, view.state.coordination.sites
-    forge = sites.building == C.FORGE_KIND
+    forge = sites.building == L.FORGE_KIND
     place = sites.position[jnp.argmax(forge)].astype(jnp.int32)
     rank = _preference_rank(config.num_agents, standing, jnp.int32(-1))
-    members = (rank < C.DIAMOND_SWORD_SMITHS) & (config.num_agents >= C.DIAMOND_SWORD_SMITHS)
-    share = jnp.asarray(C.DIAMOND_SWORD_SHARE)
+    members = (rank < L.DIAMOND_SWORD_SMITHS) & (config.num_agents >= L.DIAMOND_SWORD_SMITHS)
+    share = jnp.asarray(L.DIAMOND_SWORD_SHARE)
     held = jnp.sum(agents.inventory * standing[:, None], axis=0)
-    assembling = jnp.any(forge) & jnp.all(held >= C.DIAMOND_SWORD_SMITHS * share)
+    assembling = jnp.any(forge) & jnp.all(held >= L.DIAMOND_SWORD_SMITHS * share)
     near = jnp.max(jnp.abs(agents.position - place[None, :]), axis=1) <= 1
     affords = jnp.all(agents.inventory >= share[None, :], axis=1)
     ready = near & affords & standing & ~agents.sleeping
@@ -150,8 +151,8 @@ def sword_project(view: TeamView) -> Project:
         share=share,
         payers=members,
         acting=acting,
-        action=jnp.int32(construction.first_build(config) + C.NUM_BUILDINGS),
-        wanted=jnp.where(swords_left, C.DIAMOND_SWORD_SMITHS * share, 0).astype(jnp.int32),
+        action=jnp.int32(construction.first_build(config) + L.NUM_BUILDINGS),
+        wanted=jnp.where(swords_left, L.DIAMOND_SWORD_SMITHS * share, 0).astype(jnp.int32),
         later=jnp.zeros_like(share),
         clearing=jnp.bool_(False),
         clear=place,
@@ -201,7 +202,7 @@ def plan_projects(view: TeamView, own_needs: jax.Array) -> Plan:
     meeting = member & jnp.all(~own_needs | ~member)
     reserve = jnp.where((project.payers & project_on)[:, None], project.share[None, :], 0)
     # Once a forge stands, its diamond swords come before the next building.
-    forge_built = jnp.any(view.state.coordination.sites.building == C.FORGE_KIND)
+    forge_built = jnp.any(view.state.coordination.sites.building == L.FORGE_KIND)
     return Plan(
         member=member,
         meeting=meeting,

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.tasks import quorum, task_kind
 from alemlite.envs.craft.team_policy.grid import over_neighbours, relax, window
 from alemlite.envs.craft.team_policy.tuning import (
@@ -56,11 +57,11 @@ def _rally(view: TeamView, workable: jax.Array) -> tuple[jax.Array, jax.Array, j
     byte = coordination.tile_task
     kind = task_kind(byte)
     material = state.map.astype(jnp.int32)
-    handover = kind == C.TASK_HANDOVER
+    handover = kind == L.TASK_HANDOVER
     needed = jnp.where(handover, 2, quorum(byte, coordination.alpha, num_agents))
     walkable = jnp.asarray(C.WALKABLE)[material][None]
     sides = over_neighbours(jnp.add, walkable.astype(jnp.int32), 0)[0]
-    open_task = (kind != C.TASK_NONE) & (sides >= needed) & (needed <= num_agents)
+    open_task = (kind != L.TASK_NONE) & (sides >= needed) & (needed <= num_agents)
 
     reach = _walking_reach(view)  # (P, S, S)
     pass_chance = jnp.take(chance, material, axis=1)  # (P, S, S)
@@ -112,7 +113,7 @@ def _task_to_seek(view: TeamView, workable: jax.Array) -> tuple[jax.Array, jax.A
     kind = task_kind(byte)
     material = state.map.astype(jnp.int32)
     needed = jnp.where(
-        kind == C.TASK_HANDOVER, 2, quorum(byte, state.coordination.alpha, num_agents)
+        kind == L.TASK_HANDOVER, 2, quorum(byte, state.coordination.alpha, num_agents)
     )
     workers = workable & (view.chance >= WELL_ENOUGH)  # (P, M)
     free = jnp.any(workers, axis=1)
@@ -120,7 +121,7 @@ def _task_to_seek(view: TeamView, workable: jax.Array) -> tuple[jax.Array, jax.A
     centre = jnp.sum(view.position * free[:, None], axis=0) // jnp.maximum(jnp.sum(free), 1)
     grid = jnp.arange(size)
     distance = jnp.abs(grid - centre[0])[:, None] + jnp.abs(grid - centre[1])[None, :]
-    distance = jnp.where((kind != C.TASK_NONE) & enough, distance, FAR).reshape(-1)
+    distance = jnp.where((kind != L.TASK_NONE) & enough, distance, FAR).reshape(-1)
     flat = jnp.argmin(distance)
     tile = jnp.stack([flat // size, flat % size]).astype(jnp.int32)
     seeking = free & workers[:, material[tile[0], tile[1]]] & (distance[flat] < FAR)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination import trading
 from alemlite.envs.craft.team_policy.tuning import (
     FOOD_REQUEST,
@@ -30,14 +30,14 @@ def share(view: TeamView, reserve: jax.Array) -> Sharing:
     """Give a teammate what it requests when the giver can spare it beyond `reserve`
     `(P, items)` (its project share) and what it keeps of its own stats."""
     config, num_agents, inventory = view.config, view.num_agents, view.inventory
-    request_item = jnp.asarray(C.REQUEST_ITEM)
+    request_item = jnp.asarray(L.REQUEST_ITEM)
     spare_items = (inventory - reserve)[:, jnp.maximum(request_item, 0)]
     keep = jnp.where(
-        view.forager[:, None] & (jnp.arange(C.NUM_REQUEST_RESOURCES) == FOOD_REQUEST)[None, :],
+        view.forager[:, None] & (jnp.arange(L.NUM_REQUEST_RESOURCES) == FOOD_REQUEST)[None, :],
         FORAGER_KEEPS_FOOD,
         KEEP_STAT,
     )
-    spare_stats = view.stats[:, jnp.maximum(jnp.asarray(C.REQUEST_STAT), 0)] - keep
+    spare_stats = view.stats[:, jnp.maximum(jnp.asarray(L.REQUEST_STAT), 0)] - keep
     spare = jnp.where(request_item[None, :] >= 0, spare_items, spare_stats)
     spare = jnp.where(view.able[:, None], spare, 0)  # sleepers cannot give
     others = ~jnp.eye(num_agents, dtype=bool)

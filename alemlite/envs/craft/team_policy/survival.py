@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.team_policy.sharing import Sharing, may_request, open_request
 from alemlite.envs.craft.team_policy.tuning import (
     ASK_DRINK,
@@ -91,10 +92,10 @@ def eat(view: TeamView, sharing: Sharing, urgent: Urgency) -> Eating:
     # A soft large cow takes half damage from a lone hunter (none from a 1-damage hitter);
     # a hard one none: hunt what each agent can kill alone.
     strength = melee_damage(view.inventory) * jnp.where(
-        view.role == C.WARRIOR, C.WARRIOR_DAMAGE_FACTOR, 1
+        view.role == L.WARRIOR, L.WARRIOR_DAMAGE_FACTOR, 1
     )
-    killable = (elite[None, :] == C.ELITE_NONE) | (
-        (elite[None, :] == C.ELITE_SOFT) & (strength[:, None] >= 2)
+    killable = (elite[None, :] == L.ELITE_NONE) | (
+        (elite[None, :] == L.ELITE_SOFT) & (strength[:, None] >= 2)
     )
     cows = (view.kinds == C.COW)[None, :] & mobs.alive[None, :] & killable  # (P, N)
     facing_cow = jnp.any(view.facing_mobs & cows, axis=1)
@@ -123,7 +124,7 @@ def rest(view: TeamView) -> Rest:
     num_agents, energy = view.num_agents, view.energy
     if view.config.has_construction:
         sites = view.state.coordination.sites
-        shelter = sites.building == C.SHELTER_KIND
+        shelter = sites.building == L.SHELTER_KIND
         shelter_gap = jnp.max(
             jnp.abs(view.position[:, None, :] - sites.position.astype(jnp.int32)[None]), axis=-1
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 
 # Rallies look at the (2 * RALLY_RADIUS + 1)^2 tiles around each agent; a shelter twice
 # this far (Chebyshev) is still worth walking to for sleep.
@@ -59,7 +60,7 @@ MINED = C.material_set(C.STONE, C.COAL, C.IRON, C.DIAMOND)
 SOLO_MATERIALS = C.material_set(C.DIAMOND)
 # Request index of each inventory item (-1: not requestable).
 ITEM_REQUEST = np.full(C.NUM_ITEMS, -1, dtype=np.int32)
-for _request, _item in enumerate(C.REQUEST_ITEM):
+for _request, _item in enumerate(L.REQUEST_ITEM):
     if _item >= 0:
         ITEM_REQUEST[_item] = _request
-FOOD_REQUEST, DRINK_REQUEST = C.REQUEST_RESOURCES.index("food"), C.REQUEST_RESOURCES.index("drink")
+FOOD_REQUEST, DRINK_REQUEST = L.REQUEST_RESOURCES.index("food"), L.REQUEST_RESOURCES.index("drink")

@@ -10,6 +10,7 @@ from jax.typing import ArrayLike
 
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.world.gathering import facing_target, mob_at
 from alemlite.envs.craft.world.state import CraftState
@@ -86,8 +87,8 @@ def read_view(env: CraftEnv, state: CraftState, params: CraftParams) -> TeamView
         params=params,
         agent=agent,
         role=role,
-        forager=role == C.FORAGER,
-        miner=role == C.MINER,
+        forager=role == L.FORAGER,
+        miner=role == L.MINER,
         inventory=inventory,
         stats=stats,
         position=agents.position,
@@ -102,7 +103,7 @@ def read_view(env: CraftEnv, state: CraftState, params: CraftParams) -> TeamView
         facing=facing,
         facing_material=read_tiles(state.map, facing),
         facing_mobs=mob_at(state, facing),
-        chance=role_chance(config, state, params, C.MATERIAL_ROLE),
+        chance=role_chance(config, state, params, L.MATERIAL_ROLE),
         has_tool=(tool[None, :] < 0) | (inventory[:, jnp.maximum(tool, 0)] > 0),
         held=jnp.sum(inventory * standing[:, None], axis=0),
     )

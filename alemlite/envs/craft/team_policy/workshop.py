@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.team_policy.grid import WINDOW_OFFSETS
 from alemlite.envs.craft.team_policy.tuning import FAR, RALLY_RADIUS, TABLE_REACH
 from alemlite.envs.craft.team_policy.view import TeamView, role_chance
@@ -101,7 +102,7 @@ def progress(view: TeamView, reserve: jax.Array, keep_clear: jax.Array) -> Progr
     num_agents, miner = view.num_agents, view.miner
     make_actions = jnp.asarray(C.MAKE_ACTIONS)
     make_chance = role_chance(
-        view.config, state, view.params, C.ACTION_ROLE[np.array(C.MAKE_ACTIONS)]
+        view.config, state, view.params, L.ACTION_ROLE[np.array(C.MAKE_ACTIONS)]
     )
     lacking_tool = inventory[:, jnp.asarray(C.MAKE_ITEM)] == 0
     is_pickaxe = jnp.asarray([True, True, True, False, False, False])
@@ -109,7 +110,7 @@ def progress(view: TeamView, reserve: jax.Array, keep_clear: jax.Array) -> Progr
     wants_tool = jnp.where(
         is_pickaxe[None, :],
         miner[:, None] | (jnp.arange(6) == 0)[None, :],
-        (view.role == C.WARRIOR)[:, None] & (jnp.arange(6) < 5)[None, :],
+        (view.role == L.WARRIOR)[:, None] & (jnp.arange(6) < 5)[None, :],
     )
     wants_tool &= lacking_tool & (make_chance > 0)
     free_inventory = inventory - reserve
