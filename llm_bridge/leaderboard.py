@@ -155,7 +155,9 @@ def build_leaderboard(config: LeaderboardConfig) -> dict[str, Any]:
                 for role in SCORED if all(role in values[key] for key in keys)
             }}  # fmt: skip
             if kind == "model":
-                entry["usage"] = _usage([by_key[key]["teams"]["llm"].get("usage") for key in keys])
+                entry["usage"] = _usage(
+                    [by_key[key]["teams"]["llm"] for key in keys], cut, report["config"]["episodes"]
+                )
             teams[name] = entry
     for entry in teams.values():
         entry["scores"] = {}
@@ -187,18 +189,32 @@ def build_leaderboard(config: LeaderboardConfig) -> dict[str, Any]:
     }
 
 
-def _usage(usages: list[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """The model's turns summed over strata; rates weighted by turns."""
-    usages = [u for u in usages if u]
+def _usage(teams: list[Mapping[str, Any]], cut: int | None, played: int) -> dict[str, Any]:
+    """The model's turns summed over strata (each played `played` episodes); rates weighted by
+    turns, over all episodes. Tokens and cost count the first `cut` episodes (None: all) from
+    the report's per-episode usage; where it has none (reports written before it) and the cut
+    drops episodes, they are unknown (None), not the whole run's."""
+    usages = [team["usage"] for team in teams if team.get("usage")]
     requests = sum(u["requests"] for u in usages)
     cut_off = [u.get("cut_off") for u in usages]
+    kept: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+    for team in teams:
+        usage, per_episode = team.get("usage") or {}, team.get("episode_usage")
+        if per_episode is not None:
+            for name in kept:
+                kept[name] += sum(per_episode[name][:cut])
+        elif cut is None or cut >= played:
+            kept["prompt_tokens"] += usage.get("prompt_tokens", 0)
+            kept["completion_tokens"] += usage.get("completion_tokens", 0)
+            kept["cost"] += usage.get("cost") or 0.0
+        else:  # the whole run's count would charge the episodes cut away
+            kept = dict.fromkeys(kept)
+            break
     return {
         "requests": requests,
         "parse_rate": sum(u["parse_rate"] * u["requests"] for u in usages) / max(requests, 1),
         "cut_off_rate": None if None in cut_off else sum(cut_off) / max(requests, 1),
-        "prompt_tokens": sum(u["prompt_tokens"] for u in usages),
-        "completion_tokens": sum(u["completion_tokens"] for u in usages),
-        "cost": sum(u.get("cost") or 0.0 for u in usages),
+        **kept,
     }
 
 
@@ -225,8 +241,8 @@ def leaderboard_rows(board: Mapping[str, Any]) -> tuple[list[str], list[list[str
             "-" if usage is None else number(usage["parse_rate"]),
             "-" if usage is None or usage["cut_off_rate"] is None
             else number(usage["cut_off_rate"]),
-            "-" if usage is None
+            "-" if usage is None or usage["prompt_tokens"] is None
             else f"{usage['prompt_tokens']:,} / {usage['completion_tokens']:,}",
-            "-" if usage is None else f"{usage['cost']:.4f}",
+            "-" if usage is None or usage["cost"] is None else f"{usage['cost']:.4f}",
         ])  # fmt: skip
     return header, rows

@@ -151,6 +151,12 @@ def test_a_mixed_team_seats_the_model_beside_the_checkpoint(report):
     assert {turn["seat"] for turn in turns} == {0}
     assert mixed["usage"]["requests"] == len(turns) == 3 * 4
     assert mixed["usage"]["parse_rate"] == 1.0
+    # Tokens per episode too (seed order), for a leaderboard that keeps the first episodes.
+    per_episode = mixed["episode_usage"]
+    for name in ("prompt_tokens", "completion_tokens"):
+        by_episode = [sum(t[name] for t in turns if t["episode"] == e) for e in range(3)]
+        assert per_episode[name] == by_episode and sum(by_episode) == mixed["usage"][name] > 0
+    assert per_episode["cost"] == [0.0] * 3
 
 
 def test_every_team_plays_the_same_seeds(report):

@@ -100,6 +100,37 @@ def test_reports_not_played_alike_are_refused_in_one_line(tmp_path, capsys):
     assert board["teams"]["a (free)"]["values"]["coordination"]["n5"] == [0.5, 0.6]
 
 
+def test_first_episodes_counts_the_tokens_and_cost_of_the_episodes_kept(tmp_path):
+    base = _report(tmp_path / "a", "a", [0.5, 0.6, 0.7, 0.8])
+    # The model's usage per episode, as `alemlite gap` records it: 1000 and 200 tokens in all.
+    report = json.loads((base / "gap.json").read_text())
+    report["strata"][0]["teams"]["llm"]["episode_usage"] = {
+        "prompt_tokens": [100, 200, 300, 400],
+        "completion_tokens": [20, 40, 60, 80],
+        "cost": [0.05, 0.1, 0.15, 0.2],
+    }
+    (base / "gap.json").write_text(json.dumps(report))
+    older = _report(tmp_path / "b", "b", [0.5, 0.6, 0.7, 0.8])  # no per-episode usage
+    out = tmp_path / "board"
+    main(["leaderboard", str(base), str(older), "--first-episodes", "2", "--out", str(out)])
+    teams = json.loads((out / "leaderboard.json").read_text())["teams"]
+    kept = teams["a (free)"]["usage"]
+    assert (kept["prompt_tokens"], kept["completion_tokens"]) == (300, 60)
+    assert kept["cost"] == pytest.approx(0.15)
+    # Without per-episode usage the cut run's tokens are unknown, not the whole run's.
+    unknown = teams["b (free)"]["usage"]
+    assert unknown["prompt_tokens"] is unknown["completion_tokens"] is unknown["cost"] is None
+    assert "| 300 / 60 | 0.1500 |" in (out / "leaderboard.md").read_text()
+    # Every episode kept: the whole run's usage, as recorded.
+    main(["leaderboard", str(base), str(older), "--out", str(out)])
+    teams = json.loads((out / "leaderboard.json").read_text())["teams"]
+    assert (
+        teams["b (free)"]["usage"]["prompt_tokens"]
+        == teams["a (free)"]["usage"]["prompt_tokens"]
+        == 1000
+    )
+
+
 def test_view_shows_the_leaderboard_page_in_a_browser(tmp_path):
     good = _report(tmp_path / "good", "good-model", [0.9, 0.8, 0.85, 0.95])
     out = tmp_path / "board"

@@ -32,9 +32,12 @@ USAGE_KEYS = (
     "prompt_tokens", "completion_tokens", "cost", "wall_s",
 )  # fmt: skip
 """What the report keeps of each model run's usage (keys a run lacks are left out)."""
+EPISODE_TOKENS = ("prompt_tokens", "completion_tokens")
+"""The per-episode usage a model run records (its summary's episodes), kept per team."""
 GAP_FORMAT = 2
 """gap.json's layout: 2 adds per-episode values per team, bootstrap team intervals, dining's
-meal_efficiency; reports without `format` were written before."""
+meal_efficiency (model teams: per-episode tokens and cost in `episode_usage`, where written);
+reports without `format` were written before."""
 
 
 def run_gap(
@@ -55,7 +58,8 @@ def run_gap(
             result = play_team(env_spec, stratum, team, config, out / "runs" / stratum.key)
             options = dataclasses.asdict(stratum.options)
             episodes = with_derived(config.env, options, result.episodes)
-            teams[team.label] = _team_entry(result, episodes, roles, out)
+            prices = (config.llm.input_price_per_mtok, config.llm.output_price_per_mtok)
+            teams[team.label] = _team_entry(result, episodes, roles, out, prices)
             values[stratum.key, team.label] = episodes
         strata.append(
             {
@@ -96,7 +100,11 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
 
 
 def _team_entry(
-    result: TeamResult, episodes: dict[str, np.ndarray], roles: dict[str, str], out: Path
+    result: TeamResult,
+    episodes: dict[str, np.ndarray],
+    roles: dict[str, str],
+    out: Path,
+    prices_per_mtok: tuple[float, float],
 ) -> dict[str, Any]:
     entry = {
         "kind": result.team.kind,
@@ -115,6 +123,14 @@ def _team_entry(
     }
     if result.usage is not None:
         entry["usage"] = {key: result.usage[key] for key in USAGE_KEYS if key in result.usage}
+        # Per episode too, so that `alemlite leaderboard --first-episodes` counts the tokens
+        # and cost of the episodes it keeps.
+        tokens = [np.asarray(episodes[name], np.int64) for name in EPISODE_TOKENS]
+        cost = (tokens[0] * prices_per_mtok[0] + tokens[1] * prices_per_mtok[1]) / 1e6
+        entry["episode_usage"] = {
+            **{name: t.tolist() for name, t in zip(EPISODE_TOKENS, tokens, strict=True)},
+            "cost": cost.tolist(),
+        }
     return entry
 
 
