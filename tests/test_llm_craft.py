@@ -76,6 +76,14 @@ def test_craft_observation_is_the_agents_own_view(env):
     assert "Legal actions now: noop, move_left, move_right, move_up, move_down, do" in text
     assert "Team progress: 0/22 achievements, 0/10 team achievements." in text
     assert "going for wood" not in renderer.system_prompt(PromptOptions())
+    # Beside a picture of the view: the same text without the view's tiles and creatures.
+    (beside,) = renderer.observations(
+        batch, jax.device_get(params), np.array([0]), np.array([0]), messages, mask,
+        PromptOptions(variant="collaborative"), picture=True,
+    )  # fmt: skip
+    assert "In view:" in text and "In view:" not in beside and "Creatures:" not in beside
+    dropped = [line for line in text.splitlines() if line.startswith(("In view:", "Creatures:"))]
+    assert beside.splitlines() == [line for line in text.splitlines() if line not in dropped]
 
 
 @pytest.mark.parametrize("variant", CRAFT_VARIANTS)

@@ -20,6 +20,8 @@ from alemlite.evaluation import episode_keys
 from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
+from alemlite.envs.craft.agent_view import YOU_COLOUR, YOU_MASKS
+from alemlite.envs.craft.world.rendering import TILE
 from llm_bridge.images import IMAGE_NOTE, enlarge, png_data_uri, scale_of
 from llm_bridge.program import batch_program
 from llm_bridge.runner import RunConfig, run_evaluation
@@ -45,6 +47,14 @@ def crop(env, frame: np.ndarray, position) -> np.ndarray:
     padded = np.pad(frame, ((half_rows * tile,) * 2, (half_cols * tile,) * 2, (0, 0)))
     row, col = np.asarray(position) * tile
     return padded[row : row + (2 * half_rows + 1) * tile, col : col + (2 * half_cols + 1) * tile]
+
+
+def marked(env, view: np.ndarray, facing: int) -> np.ndarray:
+    """`view` with the agent's own tile at its centre outlined and ticked where it faces."""
+    view = view.copy()
+    row, col = env.config.view_height // 2 * TILE, env.config.view_width // 2 * TILE
+    view[row : row + TILE, col : col + TILE][YOU_MASKS[facing]] = YOU_COLOUR
+    return view
 
 
 def team(url: str) -> list[LLMAgent]:
@@ -103,10 +113,11 @@ def test_the_first_views_equal_the_crop_of_the_map_frame(env, both, program):
     _, bodies, _ = both
     _, states, draw = program
     frames, positions = np.asarray(draw(states)), np.asarray(states.agents.position)
+    facing = np.asarray(states.agents.facing)
     first = [b for b in bodies if text_of(b["messages"][-1]["content"]).startswith("Step 1.")]
     assert len(first) == AGENTS * EPISODES
     expected = {
-        enlarge(crop(env, frames[e], positions[e, a])).tobytes()
+        enlarge(marked(env, crop(env, frames[e], positions[e, a]), facing[e, a])).tobytes()
         for e in range(EPISODES)
         for a in range(AGENTS)
     }
@@ -122,10 +133,31 @@ def test_a_view_at_the_map_edge_is_black_off_the_map(env, program):
     frames = np.asarray(draw(states))
     for episode in range(EPISODES):
         view = views[episode, 0]
-        np.testing.assert_array_equal(view, crop(env, frames[episode], (0, 0)))
+        facing = int(states.agents.facing[episode, 0])
+        np.testing.assert_array_equal(view, marked(env, crop(env, frames[episode], (0, 0)), facing))
         rows, cols = env.config.view_height // 2 * 8, env.config.view_width // 2 * 8
         assert not view[:rows].any() and not view[:, :cols].any()
         assert view[rows:, cols:].any()
+
+
+@pytest.mark.parametrize("facing", range(4))
+def test_the_view_marks_the_agent_at_its_centre_and_where_it_faces(env, program, facing):
+    compiled, states, draw = program
+    agents = states.agents
+    states = states.replace(agents=agents.replace(facing=agents.facing.at[:, 0].set(facing)))
+    view = np.asarray(compiled.frames(SPEC.render_agent_rgb)(states))[0, 0]
+    row, col = env.config.view_height // 2 * TILE, env.config.view_width // 2 * TILE
+    tile = view[row : row + TILE, col : col + TILE]
+    white = np.all(tile == 255, axis=-1)
+    # The outline all round, and a tick three pixels deep on the side faced only.
+    assert white[[0, -1]].all() and white[:, [0, -1]].all()
+    middle = slice(TILE // 2 - 2, TILE // 2 + 2)
+    sides = [white[middle, 1:3], white[middle, -3:-1], white[1:3, middle], white[-3:-1, middle]]
+    assert [side.all() for side in sides] == [side == facing for side in range(4)]
+    # Nothing else of the view is changed.
+    unmarked = crop(env, np.asarray(draw(states))[0], np.asarray(states.agents.position)[0, 0])
+    np.testing.assert_array_equal(view, marked(env, unmarked, facing))
+    assert (view != unmarked).any(axis=-1).sum() <= YOU_MASKS[facing].sum()
 
 
 def test_image_mode_sends_the_view_without_the_observation_text(env, tmp_path):

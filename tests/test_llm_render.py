@@ -114,6 +114,17 @@ def test_prompt_switches_shape_the_answer_format():
     assert "<think>" in full and "<scratchpad>" in full and "<message>" in full
 
 
+def test_the_constrained_format_asks_for_the_name_alone():
+    renderer = DiningRenderer()
+    options = PromptOptions(chain_of_thought=True, scratchpad=True)
+    free, constrained = (renderer.system_prompt(options, c) for c in (False, True))
+    # Only the answer format differs: no tag, thought, note or message is asked for.
+    assert constrained.split("## How to answer")[0] == free.split("## How to answer")[0]
+    assert "answer\nwith the exact name of one legal action alone" in constrained
+    for tag in ("<action>", "<message>", "<think>", "<scratchpad>"):
+        assert tag in free and tag not in constrained
+
+
 def test_rules_follow_the_environment_config():
     env = alemlite.make("dining", num_philosophers=3, mode="sequential", deadlock_mode="release")
     prompt = DiningRenderer.for_env(env).system_prompt(PromptOptions())

@@ -36,8 +36,14 @@ def load_prompt(folder: Traversable, name: str) -> str:
 SHARED_TEMPLATES = resources.files("alemlite.core") / "prompts"
 
 
-def output_format(options: PromptOptions, message_chars: int, audience: str) -> str:
-    """The "how to answer" section, following the prompt switches."""
+def output_format(
+    options: PromptOptions, message_chars: int, audience: str, constrained: bool = False
+) -> str:
+    """The "how to answer" section, following the prompt switches; `constrained`: the model
+    server restricts each reply to one legal action name, so the section asks for the name
+    alone (no tags, thoughts, messages or notes, which such a reply cannot hold)."""
+    if constrained:
+        return load_prompt(SHARED_TEMPLATES, "format_constrained.txt")
     think = "First think briefly inside <think>...</think>.\n" if options.chain_of_thought else ""
     message = (
         f"You may add <message>...</message> (at most {message_chars} characters); "
@@ -63,7 +69,10 @@ class PromptBuilder(Protocol):
     variants: tuple[str, ...]
     message_chars: int
 
-    def system_prompt(self, options: PromptOptions) -> str: ...
+    def system_prompt(self, options: PromptOptions, constrained: bool = False) -> str:
+        """The rules, actions and answer format; `constrained`: the answer-format section is
+        `output_format(..., constrained=True)` (the server restricts replies to a name)."""
+        ...
 
     def observations(
         self,
@@ -74,11 +83,16 @@ class PromptBuilder(Protocol):
         messages: np.ndarray,
         action_mask: np.ndarray,
         options: PromptOptions,
+        picture: bool = False,
     ) -> list[str]:
         """Texts for the agents `(episodes[k], seats[k])` of the batched host `state`.
 
         `messages` `(num_episodes, num_seats)` holds every agent's last sanitised message
         ("" for none); each agent sees only those its own view allows. `action_mask`
-        `(num_episodes, num_seats, num_actions)` marks the actions legal now.
+        `(num_episodes, num_seats, num_actions)` marks the actions legal now. `picture`: the
+        agent is also shown its view drawn (the spec's `render_agent_rgb`), so the text leaves
+        out what the picture shows (the tiles and creatures of its view) and keeps the rest
+        (stats, inventory, teammates, messages, legal actions); a text with nothing drawn in
+        the picture is the same either way.
         """
         ...

@@ -122,7 +122,11 @@ class EnvSpec:
     """`(env, state, params)` -> `(H, W, 3)` uint8 frame, jittable; None: no pictures."""
     render_agent_rgb: Callable[[Environment, Any, Any, Any], Any] | None = None
     """`(env, state, params, agent)` -> `(H, W, 3)` uint8 view of one agent, jittable (the
-    image observations of vision-language models); None: no such view."""
+    image observations of vision-language models): centred on the agent, which is outlined,
+    with a tick on the side it faces; None: no such view."""
+    seat_colours: Callable[[Environment], Any] | None = None
+    """`(env)` -> `(num_agents, 3)` uint8: the colour `render_rgb` draws each seat in (the
+    viewer's legend); None: seats are not told apart by colour."""
     render_text: Callable[[Environment, Any, Any], str] | None = None
     """`(env, state, params)` -> the state in words for a person (host side)."""
     curriculum: Curriculum | None = None

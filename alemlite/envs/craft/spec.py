@@ -7,6 +7,7 @@ from typing import Any
 
 from alemlite.core.prompting import PromptOptions
 from alemlite.core.spec import EnvOptions, EnvSpec
+from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.agent_view import render_agent_rgb
 from alemlite.envs.craft.config import CraftConfig, parse_difficulty
 from alemlite.envs.craft.env import CraftEnv
@@ -93,6 +94,7 @@ SPEC = EnvSpec(
     prompt_defaults=PromptOptions(variant="specific", history=8),
     render_rgb=render_rgb,
     render_agent_rgb=render_agent_rgb,
+    seat_colours=lambda env: C.AGENT_COLOURS[: env.num_agents],
     pooled_resets=True,
     small_options={"num_agents": 2, "map_size": 16, "max_steps": 6},
 )

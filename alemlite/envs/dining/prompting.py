@@ -40,7 +40,7 @@ class DiningRenderer:
             release_on_deadlock=bool(env.default_params.release_on_deadlock),
         )
 
-    def system_prompt(self, options: PromptOptions) -> str:
+    def system_prompt(self, options: PromptOptions, constrained: bool = False) -> str:
         rules = "minimal.txt" if options.variant == "minimal" else "rules.txt"
         sections = [
             load_prompt(TEMPLATES, rules).format(timing=self.timing, deadlock=self.deadlock)
@@ -48,7 +48,7 @@ class DiningRenderer:
         sections.append(load_prompt(TEMPLATES, "actions.txt"))
         if options.variant in _STRATEGY_VARIANTS:
             sections.append(load_prompt(TEMPLATES, f"{options.variant}.txt"))
-        sections.append(output_format(options, self.message_chars, "neighbours"))
+        sections.append(output_format(options, self.message_chars, "neighbours", constrained))
         return "\n\n".join(sections)
 
     def observations(
@@ -60,6 +60,7 @@ class DiningRenderer:
         messages: np.ndarray,
         action_mask: np.ndarray,
         options: PromptOptions,
+        picture: bool = False,  # no part of this text is drawn in a picture: the same either way
     ) -> list[str]:
         episodes = np.asarray(episodes, np.int64)
         seats = np.asarray(seats, np.int64)

@@ -112,7 +112,7 @@ class MatrixRenderer:
             num_tokens=env.config.num_message_tokens,
         )
 
-    def system_prompt(self, options: PromptOptions) -> str:
+    def system_prompt(self, options: PromptOptions, constrained: bool = False) -> str:
         template = "minimal.txt" if options.variant == "minimal" else "rules.txt"
         goal = (
             "Your goal: the largest total team payoff over all rounds."
@@ -137,7 +137,11 @@ class MatrixRenderer:
             moves=", ".join(MOVE_NAMES[: self.game.num_moves]), tokens=tokens
         )
         return "\n\n".join(
-            [rules, actions, output_format(options, self.message_chars, "fellow players")]
+            [
+                rules,
+                actions,
+                output_format(options, self.message_chars, "fellow players", constrained),
+            ]
         )
 
     def observations(
@@ -149,6 +153,7 @@ class MatrixRenderer:
         messages: np.ndarray,
         action_mask: np.ndarray,
         options: PromptOptions,
+        picture: bool = False,  # no part of this text is drawn in a picture: the same either way
     ) -> list[str]:
         episodes = np.asarray(episodes, np.int64)
         seats = np.asarray(seats, np.int64)

@@ -4,7 +4,8 @@ Each agent sees only its own view: the step and time of day, its position, role,
 and inventory, the difficulty and what it means for its role, the tiles, task tiles,
 construction sites and creatures (elites marked) inside its view window (with relative
 and absolute coordinates, nearest first), what it faces, its teammates (role, position,
-health, status, open request, last signal and message) and the actions legal now. The
+health, status, open request, last signal and message) and the actions legal now (beside a
+picture of the view, the tiles and creatures are left to the picture). The
 `collaborative` variant adds cues each turn: team progress and who needs help. The
 coordination layer's words live in `coordination.py` and `construction.py` beside it.
 
@@ -33,7 +34,7 @@ MESSAGE_CHARS = 400  # the longest message an agent may send
 CRAFT_VARIANTS = ("general", "specific", "collaborative")
 # Tiles worth naming: everything but the open ground (grass, sand, path) between them.
 # Unbuilt construction sites are named apart, with what finishing them takes.
-_LANDMARKS = tuple(m for m in range(1, C.NUM_MATERIALS) if not C.WALKABLE[m] and m != C.SITE)
+_LANDMARKS = tuple(m for m in range(1, len(L.MATERIALS)) if not C.WALKABLE[m] and m != L.SITE)
 _FAR = 10_000
 _STATUS = {C.ALIVE: "alive", C.DOWNED: "DOWNED", C.DEAD: "dead"}
 _FACING = ("left", "right", "up", "down")
@@ -62,7 +63,7 @@ class CraftRenderer:
         role = f" ({C.ROLES[agent % C.NUM_ROLES]})" if self._roles else ""
         return f"agent {agent}{role}"
 
-    def system_prompt(self, options: PromptOptions) -> str:
+    def system_prompt(self, options: PromptOptions, constrained: bool = False) -> str:
         general = options.variant == "general"
         sections = [load_prompt(TEMPLATES, "general.txt" if general else "rules.txt")]
         sections.append(self.coordination.roles_section())
@@ -73,7 +74,7 @@ class CraftRenderer:
             sections.append(load_prompt(TEMPLATES, "collaborative.txt"))
         sections.append(self.coordination.actions_section())
         sections.append(self.coordination.achievements_section())
-        sections.append(output_format(options, self.message_chars, "teammates"))
+        sections.append(output_format(options, self.message_chars, "teammates", constrained))
         return "\n\n".join(section for section in sections if section)
 
     def observations(
@@ -85,6 +86,7 @@ class CraftRenderer:
         messages: np.ndarray,
         action_mask: np.ndarray,
         options: PromptOptions,
+        picture: bool = False,
     ) -> list[str]:
         episodes = np.asarray(episodes, np.int64)
         seats = np.asarray(seats, np.int64)
@@ -111,10 +113,11 @@ class CraftRenderer:
             self._self_text(agents, episodes, seats),
             coordination.own_lines(state, params, episodes, seats),
             self.construction.own_lines(state, episodes, seats),
-            self._landmarks_text(window, position),
+            # A picture of the view shows its tiles and creatures; not their task progress.
+            [""] * len(seats) if picture else self._landmarks_text(window, position),
             coordination.task_lines(state, episodes, seats, position, window),
             self.construction.site_lines(state, episodes, seats, position),
-            self._creatures_text(state, episodes, position),
+            [""] * len(seats) if picture else self._creatures_text(state, episodes, position),
             self._teammates_text(state, params, episodes, seats, messages),
             self._legal_text(np.asarray(action_mask)[episodes, seats]),
         ]
@@ -140,7 +143,7 @@ class CraftRenderer:
         row, col = np.clip(target, 0, size - 1).T
         material = np.where(inside, world[episodes, row, col], C.OUT_OF_BOUNDS)
         texts = [
-            f"{_FACING[f]}, at {named(C.MATERIALS[m])}{site}"
+            f"{_FACING[f]}, at {named(L.MATERIALS[m])}{site}"
             for f, m, site in zip(
                 facing.tolist(),
                 material.tolist(),
@@ -187,7 +190,7 @@ class CraftRenderer:
                 continue
             nearest = np.where(present, distance, _FAR).reshape(len(window), -1).argmin(axis=1)
             d_row, d_col = self._rows[nearest // width], self._cols[nearest % width]
-            name = named(C.MATERIALS[material])
+            name = named(L.MATERIALS[material])
             columns.append(
                 [
                     f"{name} x{n} (nearest {relative(dr, dc)}, at (row {r + dr}, col {c + dc}))"
