@@ -105,7 +105,7 @@ def craft_scene(env: Any, params: Any) -> Any:
     for slot in range(3):
         standing = building[slot]
         world[tuple(site_position[slot])] = (
-            C.SITE if standing < 0 else L.BUILDING_MATERIAL[standing]
+            L.SITE if standing < 0 else L.BUILDING_MATERIAL[standing]
         )
 
     resource = L.REQUEST_RESOURCES.index

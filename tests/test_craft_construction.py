@@ -35,7 +35,7 @@ def with_sites(state, sites):
     world = state.map
     for slot, (where, byte, built) in enumerate(sites):
         position[slot], task[slot], building[slot] = where, byte, built
-        material = C.SITE if built < 0 else int(L.BUILDING_MATERIAL[built])
+        material = L.SITE if built < 0 else int(L.BUILDING_MATERIAL[built])
         world = world.at[tuple(where)].set(material)
     table = table.replace(
         position=jnp.asarray(position),
@@ -87,8 +87,8 @@ def test_generated_sites_are_solid_tiles_outside_the_start_disc():
     position = np.asarray(sites.position)[present]
     assert present.sum() >= 2
     world = np.asarray(state.map)
-    assert (world == C.SITE).sum() == present.sum()
-    assert np.all(world[position[:, 0], position[:, 1]] == C.SITE)
+    assert (world == L.SITE).sum() == present.sum()
+    assert np.all(world[position[:, 0], position[:, 1]] == L.SITE)
     start = np.asarray(state.agents.position)
     assert np.abs(position[:, None] - start[None]).max(-1).min() >= 3
     kinds = np.asarray(sites.task)[present] & 3
@@ -99,7 +99,7 @@ def test_building_without_the_share_does_nothing_and_is_masked():
     state = site_scene(L.TASK_HARD_SYNC, wood=1)  # no stone
     assert not np.asarray(MASK(state, PARAMS))[:, SHELTER].any()
     after, _ = act(state, [SHELTER, SHELTER, SHELTER])
-    assert int(after.map[SITE]) == C.SITE and items(after, "wood") == [1, 1, 1]
+    assert int(after.map[SITE]) == L.SITE and items(after, "wood") == [1, 1, 1]
     assert int(after.coordination.sites.building[0]) == -1
 
 
@@ -107,10 +107,10 @@ def test_a_sync_site_fails_alone_and_stands_with_the_quorum():
     state = site_scene(L.TASK_HARD_SYNC, **SHELTER_SHARE)
     assert np.asarray(MASK(state, PARAMS))[:, SHELTER].all()
     alone, _ = act(state, [SHELTER, C.NOOP, C.NOOP])
-    assert int(alone.map[SITE]) == C.SITE and items(alone, "wood") == [1, 1, 1]
+    assert int(alone.map[SITE]) == L.SITE and items(alone, "wood") == [1, 1, 1]
 
     built, reward = act(state, [SHELTER, SHELTER, C.NOOP])
-    assert int(built.map[SITE]) == C.SHELTER
+    assert int(built.map[SITE]) == L.SHELTER
     assert int(built.coordination.sites.building[0]) == L.SHELTER_KIND
     assert items(built, "wood") == [0, 0, 1] and items(built, "stone") == [0, 0, 1]
     assert unlocked(built, "build_shelter") == [True, True, False]
@@ -120,9 +120,9 @@ def test_a_sync_site_fails_alone_and_stands_with_the_quorum():
 
     needs_all = site_scene(L.TASK_HARD_SYNC, NEEDS_ALL, **SHELTER_SHARE)
     two, _ = act(needs_all, [SHELTER, SHELTER, C.NOOP])
-    assert int(two.map[SITE]) == C.SITE and items(two, "wood") == [1, 1, 1]
+    assert int(two.map[SITE]) == L.SITE and items(two, "wood") == [1, 1, 1]
     three, _ = act(needs_all, [SHELTER, SHELTER, SHELTER])
-    assert int(three.map[SITE]) == C.SHELTER and items(three, "wood") == [0, 0, 0]
+    assert int(three.map[SITE]) == L.SHELTER and items(three, "wood") == [0, 0, 0]
 
 
 def test_a_handover_site_needs_a_different_finisher_of_the_same_building():
@@ -134,9 +134,9 @@ def test_a_handover_site_needs_a_different_finisher_of_the_same_building():
     assert not bool(MASK(state, PARAMS)[0, FORGE])
     state, _ = act(state, [FORGE, C.NOOP, C.NOOP])  # the starter again: nothing
     state, _ = act(state, [C.NOOP, BEACON, C.NOOP])  # another building: nothing
-    assert int(state.map[SITE]) == C.SITE and items(state, "iron") == [0, 1, 1]
+    assert int(state.map[SITE]) == L.SITE and items(state, "iron") == [0, 1, 1]
     state, reward = act(state, [C.NOOP, FORGE, C.NOOP])  # agent 1 finishes in the window
-    assert int(state.map[SITE]) == C.FORGE and items(state, "iron") == [0, 0, 1]
+    assert int(state.map[SITE]) == L.FORGE and items(state, "iron") == [0, 0, 1]
     assert unlocked(state, "build_forge") == [True, True, False]
     np.testing.assert_allclose(reward, [2.0, 2.0, 0.0])
     assert int(state.coordination.sites.starter[0]) == -1
@@ -150,7 +150,7 @@ def test_a_started_handover_build_lapses_and_the_share_is_lost():
         state, _ = act(state, [C.NOOP] * 3)
     assert int(state.coordination.sites.starter[0]) == -1
     state, _ = act(state, [C.NOOP, FORGE, C.NOOP])  # too late: this starts a new build
-    assert int(state.map[SITE]) == C.SITE and items(state, "iron") == [0, 0, 1]
+    assert int(state.map[SITE]) == L.SITE and items(state, "iron") == [0, 0, 1]
     assert int(state.coordination.sites.starter[0]) == 1
 
 
@@ -214,7 +214,7 @@ def test_a_beacon_lights_its_square_and_stops_zombie_spawns_there():
         ENV.window_channels,
     )
     view = np.asarray(OBSERVE(night, PARAMS))[0, : height * width * channels]
-    darkness = view.reshape(height, width, channels)[..., C.NUM_BASE_MATERIALS + 6]
+    darkness = view.reshape(height, width, channels)[..., C.NUM_MATERIALS + 6]
     assert darkness[3, 5] == 0.0  # (6, 6): lit
     assert darkness[3, 4] == pytest.approx(1.0, abs=0.01)  # (6, 5): outside the square
 
@@ -291,13 +291,12 @@ def test_the_map_frame_shows_sites_buildings_task_flags_elites_and_beacon_light(
         return frame[row * TILE : (row + 1) * TILE, col * TILE : (col + 1) * TILE]
 
     flags = L.TASK_FLAG_COLOURS
+    sprites = ENV.layer.material_sprites()  # the world's and construction's blocks
     dim = 1.0 - rendering.NIGHT_DIMMING
     np.testing.assert_allclose(tile(4, 4)[0, 0], flags[L.TASK_HANDOVER] * dim, atol=1)
     np.testing.assert_allclose(tile(4, 8)[0, 0], flags[L.TASK_HARD_SYNC] * dim, atol=1)
     np.testing.assert_allclose(tile(2, 8)[0, 0], flags[L.TASK_SOFT_SYNC] * dim, atol=1)
-    np.testing.assert_allclose(
-        tile(4, 4)[4, 4], rendering.MATERIAL_SPRITES[C.SITE][4, 4] * dim, atol=1
-    )
-    np.testing.assert_array_equal(tile(10, 10), rendering.MATERIAL_SPRITES[C.BEACON])  # lit
-    np.testing.assert_array_equal(tile(12, 12), rendering.MATERIAL_SPRITES[C.GRASS])
+    np.testing.assert_allclose(tile(4, 4)[4, 4], sprites[L.SITE][4, 4] * dim, atol=1)
+    np.testing.assert_array_equal(tile(10, 10), sprites[L.BEACON])  # lit
+    np.testing.assert_array_equal(tile(12, 12), sprites[C.GRASS])
     np.testing.assert_allclose(tile(3, 6)[0, 0], L.ELITE_FRAME_COLOURS[L.ELITE_HARD] * dim, atol=1)

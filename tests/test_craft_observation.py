@@ -40,13 +40,13 @@ def test_flat_window_shows_materials_mobs_and_teammates(scene):
     assert obs.shape == (3, *ENV.observation_shape)
     view = window(obs[0])
     centre_row, centre_col = HEIGHT // 2, WIDTH // 2
-    materials = view[..., : C.NUM_BASE_MATERIALS]
+    materials = view[..., : C.NUM_MATERIALS]
     np.testing.assert_array_equal(materials.sum(-1), 1.0)
     assert materials[centre_row + 1, centre_col - 1, C.TREE] == 1
-    cow_channel = C.NUM_BASE_MATERIALS + C.COW
+    cow_channel = C.NUM_MATERIALS + C.COW
     assert view[centre_row - 1, centre_col + 2, cow_channel] == 1
     assert view[..., cow_channel].sum() == 1
-    standing = C.NUM_BASE_MATERIALS + C.NUM_MOB_KINDS
+    standing = C.NUM_MATERIALS + C.NUM_MOB_KINDS
     downed = standing + 1
     assert view[centre_row, centre_col + 1, downed] == 1 and view[..., standing].sum() == 0
     # Agent 2 at (1, 1) is out of agent 0's window; agent 0 sees its own tile empty.
@@ -288,7 +288,7 @@ def decode(env, symbolic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lit = layer.get("lit", np.zeros_like(mob))
     darkness = np.where(sleeping == 1, 1.0, np.where(lit == 1, 0.0, 1.0 - daylight))
     planes = [
-        one_hot(layer["material"], C.NUM_BASE_MATERIALS),
+        one_hot(layer["material"], C.NUM_MATERIALS),
         mobs,
         (layer["arrow"] == 1)[..., None],
         one_hot(layer["teammate"] - 1, 2),

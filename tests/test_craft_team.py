@@ -112,7 +112,7 @@ def _forge_scene(state, episode):
         inventory = inventory.at[episode, smith, C.INV_WOOD].set(1)
         inventory = inventory.at[episode, smith, C.INV_DIAMOND].set(1)
     return state.replace(
-        map=state.map.at[episode, row, col].set(C.FORGE),
+        map=state.map.at[episode, row, col].set(L.FORGE),
         agents=state.agents.replace(inventory=inventory),
         coordination=state.coordination.replace(
             sites=sites.replace(building=sites.building.at[episode, slot].set(L.FORGE_KIND))

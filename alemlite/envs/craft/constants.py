@@ -27,11 +27,6 @@ MATERIALS = (
     "furnace",
     "sapling",  # a young plant (Crafter's Plant object, not ripe)
     "ripe_plant",  # Crafter's Plant object once grown > ripen_steps
-    # Construction blocks (coordination layer): an unbuilt site, then what stands on it.
-    "site",
-    "shelter",
-    "forge",
-    "beacon",
 )
 (
     OUT_OF_BOUNDS,
@@ -49,20 +44,17 @@ MATERIALS = (
     FURNACE,
     SAPLING,
     RIPE_PLANT,
-    SITE,
-    SHELTER,
-    FORGE,
-    BEACON,
 ) = range(len(MATERIALS))
 NUM_MATERIALS = len(MATERIALS)
-# Materials of the base world: the observation's material one-hot covers these; the
-# construction blocks have channels of their own (absent while construction is off).
-NUM_BASE_MATERIALS = SITE
+# Codes from NUM_MATERIALS up to MATERIAL_CODES are left to a layer above the world, for
+# the blocks it lays: to the world they are solid tiles that nothing collects, places on
+# or walks into, and every lookup table over material codes spans them.
+MATERIAL_CODES = 32
 
 
 def material_set(*codes: int) -> np.ndarray:
     """Boolean lookup table over material codes (index it with a map value)."""
-    table = np.zeros(NUM_MATERIALS, dtype=bool)
+    table = np.zeros(MATERIAL_CODES, dtype=bool)
     table[list(codes)] = True
     return table
 
@@ -182,9 +174,9 @@ DIRECTIONS = np.array([[0, -1], [0, 1], [-1, 0], [1, 0]], dtype=np.int32)
 # Per material: the tool needed (-1: none), the item received (-1: none), and what the
 # tile becomes. Trees stay trees (Crafter >= 1.7), water gives drink (a stat, handled
 # apart), grass gives a sapling with probability SAPLING_PROBABILITY.
-COLLECT_TOOL = np.full(NUM_MATERIALS, -1, dtype=np.int32)
-COLLECT_ITEM = np.full(NUM_MATERIALS, -1, dtype=np.int32)
-COLLECT_LEAVES = np.arange(NUM_MATERIALS, dtype=np.int32)
+COLLECT_TOOL = np.full(MATERIAL_CODES, -1, dtype=np.int32)
+COLLECT_ITEM = np.full(MATERIAL_CODES, -1, dtype=np.int32)
+COLLECT_LEAVES = np.arange(MATERIAL_CODES, dtype=np.int32)
 for _material, _tool, _item, _leaves in (
     (TREE, -1, INV_WOOD, TREE),
     (STONE, INV_WOOD_PICKAXE, INV_STONE, PATH),
@@ -287,7 +279,7 @@ ACHIEVEMENTS = (
 ACHIEVEMENT_INDEX = {name: index for index, name in enumerate(ACHIEVEMENTS)}
 NUM_ACHIEVEMENTS = len(ACHIEVEMENTS)
 # Achievement unlocked by collecting each material (-1: none).
-COLLECT_ACHIEVEMENT = np.full(NUM_MATERIALS, -1, dtype=np.int32)
+COLLECT_ACHIEVEMENT = np.full(MATERIAL_CODES, -1, dtype=np.int32)
 for _material, _name in (
     (TREE, "collect_wood"),
     (STONE, "collect_stone"),
@@ -344,10 +336,6 @@ MATERIAL_COLOURS = np.array(
         (90, 60, 60),  # furnace
         (150, 200, 90),  # sapling
         (220, 180, 60),  # ripe plant
-        (185, 160, 120),  # site
-        (150, 100, 60),  # shelter
-        (80, 80, 95),  # forge
-        (250, 240, 150),  # beacon
     ],
     dtype=np.uint8,
 )

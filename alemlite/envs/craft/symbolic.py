@@ -61,7 +61,7 @@ class SymbolicLayout:
     def of(cls, config: CraftConfig, layer: Layer) -> SymbolicLayout:
         agents = config.num_agents
         layers = {
-            "material": C.NUM_MATERIALS,
+            "material": len(L.MATERIALS),
             "mob": MOB_IDS,
             "arrow": 2,
             "teammate": 3,

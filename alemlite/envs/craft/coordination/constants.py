@@ -35,7 +35,7 @@ COORDINATION_WEIGHT = 2.0
 # Role of each gated activity (index into C.ROLES); a specialist always succeeds.
 WARRIOR, FORAGER, MINER = range(C.NUM_ROLES)
 # DO on these materials needs the role (mining stone / iron / diamond, drinking, saplings).
-MATERIAL_ROLE = np.full(C.NUM_MATERIALS, -1, dtype=np.int32)
+MATERIAL_ROLE = np.full(C.MATERIAL_CODES, -1, dtype=np.int32)
 for _material, _role in (
     (C.STONE, MINER),
     (C.IRON, MINER),
@@ -107,10 +107,17 @@ REQUEST_DURATION = 10
 # the building's cost (BUILDING_SHARE, a dynamic parameter); a sync needs k builders with
 # their share on one step, a handover a starter (who pays at once) and a different
 # finisher of the same building within the window.
+# The blocks it lays take the codes after the world's materials (which the world leaves
+# to a layer, see C.MATERIAL_CODES): an unbuilt site, then what stands on it.
+BLOCKS = ("site", "shelter", "forge", "beacon")
+SITE, SHELTER, FORGE, BEACON = range(C.NUM_MATERIALS, C.NUM_MATERIALS + len(BLOCKS))
+BLOCK_COLOURS = np.array(
+    [(185, 160, 120), (150, 100, 60), (80, 80, 95), (250, 240, 150)], dtype=np.uint8
+)
 BUILDINGS = ("shelter", "forge", "beacon")
 NUM_BUILDINGS = len(BUILDINGS)
 SHELTER_KIND, FORGE_KIND, BEACON_KIND = range(NUM_BUILDINGS)
-BUILDING_MATERIAL = np.array([C.SHELTER, C.FORGE, C.BEACON], dtype=np.int32)
+BUILDING_MATERIAL = np.array([SHELTER, FORGE, BEACON], dtype=np.int32)
 BUILD_ACTIONS = ("build_shelter", "build_forge", "build_beacon", "make_diamond_sword")
 SITE_HANDOVER_SHARE = 0.5
 BUILDING_SHARE = np.zeros((NUM_BUILDINGS, C.NUM_ITEMS), dtype=np.int32)
@@ -133,3 +140,9 @@ DIAMOND_SWORD_SMITHS = 2
 SHELTER_RECOVERY_FACTOR = 2
 # Beacon: tiles within Chebyshev BEACON_RADIUS (9x9) are lit and zombies do not spawn there.
 BEACON_RADIUS = 4
+
+# ---- every material a map may hold -------------------------------------------------------
+# Names by code: the world's materials, then the blocks of the parts (whether each part is
+# on or not, so that codes never depend on the switches).
+MATERIALS = C.MATERIALS + BLOCKS
+assert len(MATERIALS) <= C.MATERIAL_CODES

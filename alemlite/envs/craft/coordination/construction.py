@@ -30,6 +30,7 @@ from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from alemlite.core import threefry
 from alemlite.envs.craft import constants as C
@@ -48,7 +49,7 @@ from alemlite.envs.craft.coordination.tasks import (
 )
 from alemlite.envs.craft.world.gathering import facing_target
 from alemlite.envs.craft.world.observation import window_offsets
-from alemlite.envs.craft.world.rendering import Marks
+from alemlite.envs.craft.world.rendering import TILE, Marks, texture
 from alemlite.envs.craft.world.rules import DoRules, LifeRules
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import first_claim, write_tiles
@@ -88,7 +89,7 @@ def lay_sites(
     kind = jnp.where(handover, L.TASK_HANDOVER, L.TASK_HARD_SYNC)
     roll = jnp.floor(quorum_roll * L.QUORUM_LEVELS).astype(jnp.int32)
     task = jnp.where(found, kind | (roll << L.TASK_KIND_BITS), 0).astype(jnp.uint8)
-    material = write_tiles(material, chosen, jnp.full((slots,), C.SITE), found)
+    material = write_tiles(material, chosen, jnp.full((slots,), L.SITE), found)
     sites = SiteState(
         position=chosen.astype(jnp.int16),
         task=task,
@@ -334,6 +335,27 @@ def site_planes(config: CraftConfig, state: CraftState) -> jax.Array:
     )
 
 
+def block_sprites() -> dict[int, np.ndarray]:
+    """Sprites of an unbuilt site (dashed edge) and of each building (roof, anvil, star)."""
+    rows, cols = np.mgrid[:TILE, :TILE]
+    edge = (rows == 0) | (rows == TILE - 1) | (cols == 0) | (cols == TILE - 1)
+    dashes = edge & ((rows + cols) % 3 != 0)
+    slope = 3 - np.minimum(cols, TILE - 1 - cols)
+    roof = (rows <= slope + 3) & (rows >= slope)
+    anvil = ((rows == 2) | (rows == 3)) & (cols >= 1) & (cols <= 6)
+    anvil |= (rows >= 4) & (rows <= 6) & (cols >= 3) & (cols <= 4)
+    star = (np.abs(rows - 3.5) + np.abs(cols - 3.5) <= 3) & (
+        (np.abs(rows - 3.5) < 1) | (np.abs(cols - 3.5) < 1) | (np.abs(rows - cols) < 1)
+    )
+    site, shelter, forge, beacon = L.BLOCK_COLOURS
+    return {
+        L.SITE: texture(site, (110, 90, 60), dashes),
+        L.SHELTER: texture(C.MATERIAL_COLOURS[C.PATH], shelter, roof),
+        L.FORGE: texture(forge, (250, 120, 40), anvil),
+        L.BEACON: texture(C.MATERIAL_COLOURS[C.STONE], beacon, star),
+    }
+
+
 class Construction(Part):
     """Shelters, forges and beacons built together on sites, and diamond swords."""
 
@@ -422,6 +444,9 @@ class Construction(Part):
         )
         site_kind = task_kind(sites.task)[jnp.argmax(at_site, axis=0)]
         return flag(site_kind, jnp.any(at_site, axis=0), marks)
+
+    def sprites(self) -> dict[int, np.ndarray]:
+        return block_sprites()
 
     def metrics(self, state: CraftState) -> dict[str, jax.Array]:
         coordination = state.coordination

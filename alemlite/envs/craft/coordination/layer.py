@@ -42,7 +42,7 @@ from alemlite.envs.craft.world.achievements import shared
 from alemlite.envs.craft.world.gathering import agent_blocking, facing_target
 from alemlite.envs.craft.world.observation import Extras, teammates, window_grid
 from alemlite.envs.craft.world.randomness import draw_uniforms
-from alemlite.envs.craft.world.rendering import Marks
+from alemlite.envs.craft.world.rendering import MATERIAL_SPRITES, Marks
 from alemlite.envs.craft.world.rules import DoRules, LifeRules
 from alemlite.envs.craft.world.state import CraftState
 
@@ -221,6 +221,14 @@ class Layer:
             if part_lit is not None:
                 lit = part_lit if lit is None else lit | part_lit
         return lit
+
+    def material_sprites(self) -> np.ndarray:
+        """The world's material sprites with the enabled parts' blocks drawn in."""
+        sprites = MATERIAL_SPRITES.copy()
+        for part in self.parts:
+            for code, sprite in part.sprites().items():
+                sprites[code] = sprite
+        return sprites
 
     def marks(self, state: CraftState, rows: jax.Array, cols: jax.Array) -> Marks | None:
         if not self.on:

@@ -143,6 +143,10 @@ class Part:
         """Flags and frames on a `(R, W)` grid of map tiles in rendered frames."""
         return marks
 
+    def sprites(self) -> dict[int, np.ndarray]:
+        """`(TILE, TILE, 3)` uint8 sprites of the blocks the part lays, by material code."""
+        return {}
+
     # ---- score -------------------------------------------------------------------------
     def metrics(self, state: CraftState) -> dict[str, jax.Array]:
         """Episode metrics of the part."""

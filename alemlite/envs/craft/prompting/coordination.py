@@ -116,7 +116,7 @@ def _do_gives(material: int) -> str:
 def role_duties(role: int) -> str:
     """What only `role` always succeeds at, and its other strengths."""
     materials = [
-        named(C.MATERIALS[m]) + ("" if _do_gives(m) == C.MATERIALS[m] else f" ({_do_gives(m)})")
+        named(L.MATERIALS[m]) + ("" if _do_gives(m) == L.MATERIALS[m] else f" ({_do_gives(m)})")
         for m in np.flatnonzero(np.equal(L.MATERIAL_ROLE, role)).tolist()
     ]
     duties = [f"do on {', '.join(materials)}"] if materials else []
@@ -192,7 +192,7 @@ class CoordinationText:
         sections = []
         if self.config.has_tasks:
             easy, hard = (handover_window_range(np.float32(a)) for a in (0.0, 1.0))
-            materials = [named(C.MATERIALS[m]) for m in np.flatnonzero(L.TASK_MATERIALS)]
+            materials = [named(L.MATERIALS[m]) for m in np.flatnonzero(L.TASK_MATERIALS)]
             sections.append(
                 load_prompt(TEMPLATES, "tasks.txt").format(
                     materials=", ".join(materials[:-1]) + " and " + materials[-1],
@@ -312,7 +312,7 @@ class CoordinationText:
         material = window[pair, i, j]
         for n in shown.tolist():
             where = (
-                f"on {named(C.MATERIALS[material[n]])} {relative(d_row[n], d_col[n])} "
+                f"on {named(L.MATERIALS[material[n]])} {relative(d_row[n], d_col[n])} "
                 f"(row {row[n]}, col {col[n]})"
             )
             if kind[n] != L.TASK_HANDOVER:

@@ -78,7 +78,7 @@ def gather(view: TeamView, wants_tool: jax.Array, plan: Plan) -> Gathering:
     gathering = best_tier < len(needs)
     fetched = (tier == best_tier[:, None]) & gathering[:, None]
     targets = jnp.any(
-        jax.nn.one_hot(gather_materials, C.NUM_MATERIALS, dtype=bool)[None] & fetched[..., None],
+        jax.nn.one_hot(gather_materials, C.MATERIAL_CODES, dtype=bool)[None] & fetched[..., None],
         axis=1,
     )
     return Gathering(

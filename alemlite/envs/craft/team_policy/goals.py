@@ -32,13 +32,13 @@ class Goals:
 
     def _make(self, walk, action, materials=None, skip_tasks=False, point=None, mobs=None):
         agents = self.num_agents
-        no_materials = jnp.zeros((agents, C.NUM_MATERIALS), bool)
+        no_materials = jnp.zeros((agents, C.MATERIAL_CODES), bool)
         return Goal(
             walk=jnp.broadcast_to(jnp.asarray(walk), (agents,)),
             action=jnp.broadcast_to(jnp.asarray(action, jnp.int32), (agents,)),
             materials=no_materials
             if materials is None
-            else jnp.broadcast_to(jnp.asarray(materials), (agents, C.NUM_MATERIALS)),
+            else jnp.broadcast_to(jnp.asarray(materials), (agents, C.MATERIAL_CODES)),
             skip_tasks=jnp.broadcast_to(jnp.asarray(skip_tasks), (agents,)),
             point=jnp.zeros((agents, 2), jnp.int32)
             if point is None

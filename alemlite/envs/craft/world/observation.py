@@ -1,6 +1,6 @@
 """Per-agent observations: an egocentric one-hot window plus flat features.
 
-Window channels, in order: material (the 15 base materials, code 0 = outside the map), mob kind
+Window channels, in order: material (the world's 15, code 0 = outside the map), mob kind
 (zombie, skeleton, cow, arrow), teammate (standing, downed), darkness. Darkness is
 1 - daylight on every tile of the window (0 on tiles a layer lights), and 1 while
 sleeping (Crafter blacks out a sleeper's view); it is computed for the window only.
@@ -33,7 +33,7 @@ from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import read_tiles
 
 TEAMMATE_RANGE = 16
-WINDOW_CHANNELS = C.NUM_BASE_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
+WINDOW_CHANNELS = C.NUM_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
 TEAMMATE_FEATURES = 5
 OWN_FEATURES = len(C.STATS) + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + C.NUM_ROLES + 1
 
@@ -107,8 +107,8 @@ def view_window(
     """One-hot window `(P, H, W, channels)` float32."""
     agents, mobs, arrows = state.agents, state.mobs, state.arrows
     origin = agents.position
-    # Blocks a layer builds (codes past the base materials) are all zero here.
-    material = jax.nn.one_hot(view_materials(config, state), C.NUM_BASE_MATERIALS)
+    # Blocks a layer lays (codes past the world's materials) are all zero here.
+    material = jax.nn.one_hot(view_materials(config, state), C.NUM_MATERIALS)
     mob_position = jnp.concatenate([mobs.position, arrows.position])
     mob_kind = jnp.concatenate(
         [jnp.asarray(config.mob_kinds()), jnp.full(arrows.alive.shape, C.ARROW)]

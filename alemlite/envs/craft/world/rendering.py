@@ -1,10 +1,10 @@
 """RGB frames of the whole map and of each agent's view, drawn from tiny sprites.
 
-Sprites are built here from the colours in `constants.py`: textured material tiles
-(the blocks a layer builds included), and masks for agents (a disc with a facing
-mark), zombies, skeletons, cows and arrows. A layer above the world may draw marks
-(a corner flag and a frame on any tile, in any colour) and light tiles at night
-(`Overlay`). Frames are jittable (`render_map`, `render_views`); `write_gif` saves a
+Sprites are built here from the colours in `constants.py`: textured material tiles,
+and masks for agents (a disc with a facing mark), zombies, skeletons, cows and arrows.
+A layer above the world (`Overlay`) draws the blocks it lays (`texture` makes a sprite),
+may draw marks (a corner flag and a frame on any tile, in any colour) and light tiles
+at night. Frames are jittable (`render_map`, `render_views`); `write_gif` saves a
 sequence with imageio.
 """
 
@@ -45,6 +45,9 @@ class Marks(NamedTuple):
 class Overlay(Protocol):
     """What a layer above the world adds to its frames."""
 
+    def material_sprites(self) -> np.ndarray:
+        """`(MATERIAL_CODES, TILE, TILE, 3)` uint8: the world's sprites and the layer's blocks."""
+
     def marks(self, state: CraftState, rows: jax.Array, cols: jax.Array) -> Marks | None:
         """Marks on a `(R, W)` grid of map tiles (None: none)."""
 
@@ -52,45 +55,35 @@ class Overlay(Protocol):
         """`(...)` bool for `(..., 2)` positions: lit whatever the daylight (None: none)."""
 
 
-def _texture(base, accent, pattern: str) -> np.ndarray:
+def texture(base, accent, mask: np.ndarray) -> np.ndarray:
+    """A `(TILE, TILE, 3)` uint8 sprite: `base` colour, `accent` where `mask` `(TILE, TILE)`."""
     tile = np.broadcast_to(np.asarray(base, np.uint8), (TILE, TILE, 3)).copy()
-    rows, cols = np.mgrid[:TILE, :TILE]
-    if pattern == "dots":
-        mask = (rows % 4 == 1) & (cols % 4 == 1)
-    elif pattern == "speckle":
-        mask = (rows * 3 + cols * 5) % 7 == 0
-    elif pattern == "waves":
-        mask = (rows % 4 == 2) & (cols % 4 != 3)
-    elif pattern == "crown":
-        mask = (rows - 3.5) ** 2 + (cols - 3.5) ** 2 <= 9
-    elif pattern == "frame":
-        mask = (rows == 0) | (rows == TILE - 1) | (cols == 0) | (cols == TILE - 1)
-    elif pattern == "sprout":
-        mask = (cols == TILE // 2) & (rows >= 3) | ((rows == 3) & (abs(cols - 4) == 1))
-    elif pattern == "fruit":
-        mask = (rows - 4) ** 2 + (cols - 4) ** 2 <= 4
-    elif pattern == "dashes":
-        mask = ((rows == 0) | (rows == TILE - 1) | (cols == 0) | (cols == TILE - 1)) & (
-            (rows + cols) % 3 != 0
-        )
-    elif pattern == "roof":
-        mask = rows <= 3 - np.minimum(cols, TILE - 1 - cols) + 3
-        mask &= rows >= 3 - np.minimum(cols, TILE - 1 - cols)
-    elif pattern == "anvil":
-        mask = ((rows == 2) | (rows == 3)) & (cols >= 1) & (cols <= 6)
-        mask |= (rows >= 4) & (rows <= 6) & (cols >= 3) & (cols <= 4)
-    elif pattern == "star":
-        mask = (np.abs(rows - 3.5) + np.abs(cols - 3.5) <= 3) & (
-            (np.abs(rows - 3.5) < 1) | (np.abs(cols - 3.5) < 1) | (np.abs(rows - cols) < 1)
-        )
-    else:
-        mask = np.zeros((TILE, TILE), bool)
     tile[mask] = accent
     return tile
 
 
+def _pattern(name: str) -> np.ndarray:
+    """`(TILE, TILE)` bool: the accent pixels of one of the world's textures."""
+    rows, cols = np.mgrid[:TILE, :TILE]
+    if name == "dots":
+        return (rows % 4 == 1) & (cols % 4 == 1)
+    if name == "speckle":
+        return (rows * 3 + cols * 5) % 7 == 0
+    if name == "waves":
+        return (rows % 4 == 2) & (cols % 4 != 3)
+    if name == "crown":
+        return (rows - 3.5) ** 2 + (cols - 3.5) ** 2 <= 9
+    if name == "frame":
+        return (rows == 0) | (rows == TILE - 1) | (cols == 0) | (cols == TILE - 1)
+    if name == "sprout":
+        return (cols == TILE // 2) & (rows >= 3) | ((rows == 3) & (abs(cols - 4) == 1))
+    if name == "fruit":
+        return (rows - 4) ** 2 + (cols - 4) ** 2 <= 4
+    raise ValueError(f"no texture {name!r}")
+
+
 def material_sprites() -> np.ndarray:
-    """`(NUM_MATERIALS, TILE, TILE, 3)` uint8."""
+    """`(MATERIAL_CODES, TILE, TILE, 3)` uint8; codes left to a layer stay black."""
     colours = C.MATERIAL_COLOURS
     grass = colours[C.GRASS]
     stone = colours[C.STONE]
@@ -109,14 +102,10 @@ def material_sprites() -> np.ndarray:
         C.FURNACE: (colours[C.FURNACE], (250, 120, 40), "dots"),
         C.SAPLING: (grass, colours[C.SAPLING], "sprout"),
         C.RIPE_PLANT: (grass, colours[C.RIPE_PLANT], "fruit"),
-        C.SITE: (colours[C.SITE], (110, 90, 60), "dashes"),
-        C.SHELTER: (colours[C.PATH], colours[C.SHELTER], "roof"),
-        C.FORGE: (colours[C.FORGE], (250, 120, 40), "anvil"),
-        C.BEACON: (colours[C.STONE], colours[C.BEACON], "star"),
     }
-    sprites = np.zeros((C.NUM_MATERIALS, TILE, TILE, 3), np.uint8)
+    sprites = np.zeros((C.MATERIAL_CODES, TILE, TILE, 3), np.uint8)
     for code, (base, accent, pattern) in patterns.items():
-        sprites[code] = _texture(base, accent, pattern)
+        sprites[code] = texture(base, accent, _pattern(pattern))
     return sprites
 
 
@@ -196,9 +185,13 @@ def _light(
     return jnp.where(lit, 1.0, light)
 
 
-def _compose(config, state, materials, entities, marks: Marks | None, light) -> jax.Array:
+def _sprites(overlay: Overlay | None) -> np.ndarray:
+    return MATERIAL_SPRITES if overlay is None else overlay.material_sprites()
+
+
+def _compose(config, state, sprites, materials, entities, marks: Marks | None, light) -> jax.Array:
     """Pixels `(R * TILE, W * TILE, 3)` of material, entity and mark grids, light `(R, W)`."""
-    tiles = jnp.asarray(MATERIAL_SPRITES)[materials]  # (R, W, T, T, 3)
+    tiles = jnp.asarray(sprites)[materials]  # (R, W, T, T, 3)
     if marks is not None:
         tiles = jnp.where(
             marks.flag[:, :, None, None, None] & jnp.asarray(FLAG_MASK)[None, None, :, :, None],
@@ -229,7 +222,8 @@ def render_map(
     entities = entity_codes(config, state, rows, cols)
     marks = None if overlay is None else overlay.marks(state, rows, cols)
     light = _light(state, params, rows, cols, overlay)
-    return _compose(config, state, state.map.astype(jnp.int32), entities, marks, light)
+    sprites = _sprites(overlay)
+    return _compose(config, state, sprites, state.map.astype(jnp.int32), entities, marks, light)
 
 
 def render_views(
@@ -238,6 +232,7 @@ def render_views(
     """Each agent's window `(P, H * TILE, W * TILE, 3)` uint8."""
     materials = view_materials(config, state)
     row_offsets, col_offsets = window_offsets(config)
+    sprites = _sprites(overlay)
 
     def one(position, material, sleeping):
         rows = position[0] + jnp.asarray(row_offsets)[:, None] + 0 * col_offsets[None, :]
@@ -245,7 +240,7 @@ def render_views(
         entities = entity_codes(config, state, rows, cols)
         marks = None if overlay is None else overlay.marks(state, rows, cols)
         light = jnp.where(sleeping, 0.0, _light(state, params, rows, cols, overlay))
-        return _compose(config, state, material, entities, marks, light)
+        return _compose(config, state, sprites, material, entities, marks, light)
 
     return jax.vmap(one)(state.agents.position, materials, state.agents.sleeping)
 
