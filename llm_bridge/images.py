@@ -17,7 +17,11 @@ import numpy as np
 Observation = Literal["text", "image", "both"]
 OBSERVATIONS: tuple[str, ...] = ("text", "image", "both")
 MIN_SIDE = 224
-IMAGE_NOTE = "Your view is the image."
+# The view is centred on the agent, outlined there with a tick where it faces (EnvSpec).
+IMAGE_NOTE = (
+    "The image is your view, centred on you: you are the outlined agent at its centre, and "
+    "the tick on the outline shows the side you face."
+)
 
 
 def scale_of(height: int, width: int) -> int:
@@ -38,11 +42,13 @@ def png_data_uri(frame: np.ndarray) -> str:
 
 
 def user_content(observation: Observation, text: str, notes: str, frame: Any) -> Any:
-    """The user message's content: the observation text (and the run's notes) in text mode;
-    the image with the notes in image mode; the text, then the image, in both."""
+    """The user message's content: the observation text and the run's notes, then (image and
+    both modes) a note on what the picture shows and the image. In image mode `text` is the
+    builder's text beside a picture (what the picture cannot show: stats, inventory,
+    teammates, messages, legal actions)."""
     if observation == "text":
         return "\n".join(part for part in (text, notes) if part)
-    shown = (text if observation == "both" else IMAGE_NOTE, notes)
+    shown = (text, notes, IMAGE_NOTE)
     return [
         {"type": "text", "text": "\n".join(part for part in shown if part)},
         {"type": "image_url", "image_url": {"url": png_data_uri(frame)}},

@@ -21,11 +21,16 @@ unparsed reply does.
 
 Constrained mode (`RunConfig.constrained`) asks the server to answer with one of the
 agent's legal action names (see `llm_bridge.clients.openai_backend`); the reply is then
-the action alone, so agents send no messages or notes. `usage.mode` says how replies were
-asked. Each agent's chat keeps the run's system prompt and grows as a prefix of itself
-between the history window's block drops (`llm_bridge.history`), so that servers' prefix
-caches hit. With image observations (`RunConfig.observation`), each user message carries
-the agent's view drawn by the environment's spec (`render_agent_rgb`) as a PNG.
+the action alone, so agents send no messages or notes, and the system prompt's answer
+format asks for the name alone, until the client steps the server down to free text: then
+the free-text system prompt is sent (`llm_bridge.system_prompts`, which also says how the
+transcript records it). `usage.mode` says how replies were asked. Each agent's chat keeps
+its system prompt and grows as a prefix of itself between the history window's block drops
+(`llm_bridge.history`), so that servers' prefix caches hit. With image observations
+(`RunConfig.observation`), each user message carries the agent's view drawn by the
+environment's spec (`render_agent_rgb`, the agent outlined at its centre) as a PNG, and the
+observation text without what the picture shows (the builder's `picture=True`): in image
+mode the stats, inventory, teammates, messages and legal actions stay in words.
 
 A run is valid only if at most `max_failed_fraction` of its LLM turns failed (their
 agents did the no-op). A run past it writes its summary with `"valid": false` and the
@@ -64,6 +69,7 @@ from llm_bridge.history import History
 from llm_bridge.images import OBSERVATIONS, Observation, user_content
 from llm_bridge.parse import ActionParser, ParsedReply, split_reasoning
 from llm_bridge.program import AgentRenderer, batch_program
+from llm_bridge.system_prompts import SystemPrompts
 from llm_bridge.transcripts import (
     Transcript,
     prompt_digest,
@@ -75,10 +81,6 @@ from llm_bridge.usage import headline as _headline  # (llm_bridge.shards imports
 from llm_bridge.usage import usage_table as _usage_table
 
 RUN_FILES = ("transcript.jsonl", "transcript.jsonl.torn", "summary.json", "summary.txt")
-CONSTRAINED_NOTE = (
-    "In this run the model server restricts each reply to one of the legal action names: "
-    "answer with the action alone, without tags or messages."
-)
 
 
 class InvalidRun(ConfigError):
@@ -179,10 +181,10 @@ class EvaluationRun:
         # Read once: an environment may build its names anew on every read (Craft's layers).
         self.action_names = tuple(env.action_names)
         self.parser = ActionParser(self.action_names, noop_action, renderer.message_chars)
-        self.system_prompt = config.system_prompt or renderer.system_prompt(options)
+        self.prompts = SystemPrompts(
+            renderer, options, config.system_prompt, config.constrained, team
+        )
         self.few_shot = [{"role": role, "content": content} for role, content in config.few_shot]
-        if config.constrained:
-            self.system_prompt += "\n\n" + CONSTRAINED_NOTE
         self.llm_seats = np.array(
             [s for s, agent in enumerate(team) if isinstance(agent, LLMAgent)]
         )
@@ -204,10 +206,11 @@ class EvaluationRun:
             **({"decoding": config.decoding} if config.decoding != "generate" else {}),
             "observation": config.observation,
             **({"first_episode": config.first_episode} if config.first_episode else {}),
-            # The prompt's own text where it is not the environment's (the run's hash changes).
+            # The prompt's own text where it is not the environment's free-text one (the run's
+            # hash changes).
             **(
-                {"system_prompt_sha256": prompt_digest([self.system_prompt])}
-                if config.system_prompt is not None
+                {"system_prompt_sha256": prompt_digest([self.prompts.first])}
+                if config.system_prompt is not None or config.constrained
                 else {}
             ),
             **({"few_shot_sha256": prompt_digest(self.few_shot)} if self.few_shot else {}),
@@ -220,22 +223,23 @@ class EvaluationRun:
             notes.append(f"Your scratchpad: {self._scratchpads[episode, seat] or '(empty)'}")
         if self.options.parse_feedback and self._parse_failed[episode, seat]:
             noop = self.action_names[self.noop_action]
+            answer = "<action>NAME</action>" if self.prompts.free_text(seat) else "the name alone"
             notes.append(
                 f"Note: your last reply had no valid action, so {noop} was used. "
-                "Answer with <action>NAME</action>."
+                f"Answer with {answer}."
             )
         return user_content(self.config.observation, observation, "\n".join(notes), frame)
 
     def _chat(self, content: Any, episode: int, seat: int) -> ChatMessages:
         return [
-            {"role": "system", "content": self.system_prompt},
+            {"role": "system", "content": self.prompts.for_seat(seat)},
             *self.few_shot,
             *self._history[episode][seat].messages(),
             {"role": "user", "content": content},
         ]
 
-    def _assistant_text(self, reply: ParsedReply) -> str:
-        if self.config.constrained:  # as the constrained reply itself: the name alone
+    def _assistant_text(self, reply: ParsedReply, seat: int) -> str:
+        if not self.prompts.free_text(seat):  # as the constrained reply itself: the name alone
             return self.action_names[reply.action]
         text = f"<action>{self.action_names[reply.action]}</action>"
         if self.options.communication and reply.message:
@@ -247,6 +251,7 @@ class EvaluationRun:
         self, episode: int, step: int, seat: int, content: Any, legal: np.ndarray
     ) -> Turn:
         chat = self._chat(content, episode, seat)
+        stepped_down = self.config.constrained and self.prompts.free_text(seat)
         asked = chat[1 + len(self.few_shot) :]  # the system prompt and examples are in the header
         # An answer is reused only for the very prompt it answered: after a failed turn is
         # asked again, the rest of its episode may go another way and ask other prompts.
@@ -279,6 +284,7 @@ class EvaluationRun:
                     "reasoning": reasoning,
                     "cut_off": completion.cut_off,
                     "mode": completion.mode,
+                    **({"system": "free"} if stepped_down else {}),
                     "prompt_tokens": completion.prompt_tokens,
                     "completion_tokens": completion.completion_tokens,
                     "latency_s": round(completion.latency_s, 6),
@@ -301,7 +307,7 @@ class EvaluationRun:
     def _remember(self, turns: list[Turn], step_messages: np.ndarray) -> None:
         for turn in turns:
             episode, seat, reply = turn.episode, turn.seat, turn.reply
-            self._history[episode][seat].add(turn.user_content, self._assistant_text(reply))
+            self._history[episode][seat].add(turn.user_content, self._assistant_text(reply, seat))
             if self.options.communication:
                 step_messages[episode, seat] = reply.message
             if self.options.scratchpad and reply.scratchpad:
@@ -317,7 +323,7 @@ class EvaluationRun:
         out = Path(self.config.out)
         header = {
             "config": self.describe,
-            "system_prompt": self.system_prompt,
+            **self.prompts.header(),
             **({"few_shot": self.few_shot} if self.few_shot else {}),
         }
         with hold_folder(out, ".run.lock", "LLM evaluation", "--out"):
@@ -426,6 +432,8 @@ class EvaluationRun:
             messages = np.full((num_episodes, num_seats), "", dtype=object)
             for turn in turns:
                 llm_actions[turn.episode, turn.seat] = turn.reply.action
+            # Before remembering: a reply that stepped down was free text, and is kept so.
+            self.prompts.note_step_downs(turns)
             self._remember(turns, messages)
             was_done = host_done
             state, done, episode_return, length, actions = program.step(
@@ -458,13 +466,10 @@ class EvaluationRun:
         episode_index, seat_index = np.nonzero(asking)
         seats = self.llm_seats[seat_index]
         shown = messages if self.options.communication else np.full_like(messages, "")
-        observations = (
-            [""] * len(seats)  # the image alone stands for the observation
-            if self.config.observation == "image"
-            else self.renderer.observations(
-                state, params, episode_index, seats, shown, mask, self.options
-            )
-        )
+        observations = self.renderer.observations(
+            state, params, episode_index, seats, shown, mask, self.options,
+            picture=self.config.observation == "image",
+        )  # fmt: skip
         tasks = [
             asyncio.ensure_future(
                 self._turn(
@@ -510,7 +515,9 @@ class EvaluationRun:
             (self.config.input_price_per_mtok, self.config.output_price_per_mtok),
             wall_s,
         )
-        reason = self._invalid_reason(counts, stopped_at)
+        reason = self._usage.invalid_reason(
+            counts, self.config.max_failed_fraction, stopped_at, self.max_turns
+        )
         headline = _headline(counts)
         top = headline + (f"\nNOT VALID: {reason}" if reason else "")
         report: dict[str, Any] = {
@@ -553,23 +560,6 @@ class EvaluationRun:
         if self.config.decoding == "loglik":
             return "loglik"
         return OUTPUT_MODES[0] if self.config.constrained else "free"
-
-    def _invalid_reason(self, counts: dict[str, int], stopped_at: int | None) -> str | None:
-        limit = self.config.max_failed_fraction
-        last = " ".join(self._usage.last_error.split())[:160]
-        if stopped_at is not None:
-            return (
-                f"stopped at step {stopped_at}: {counts['failed']} LLM turns failed after "
-                f"retries (last error: {last}), more than max_failed_fraction={limit} of the "
-                f"at most {self.max_turns} turns of the run"
-            )
-        if counts["failed"] <= limit * counts["total"]:
-            return None
-        return (
-            f"{counts['failed']} of {counts['total']} LLM turns failed after retries "
-            f"({counts['failed'] / counts['total']:.1%}, more than "
-            f"max_failed_fraction={limit}; last error: {last})"
-        )
 
 
 def _say(note: str) -> None:

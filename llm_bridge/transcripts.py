@@ -1,12 +1,15 @@
 """The JSONL transcript of a run: written as it happens, read back to resume.
 
 Records, one JSON object per line:
-- `header`: the run's fingerprint (what must match to resume), config and system prompts;
+- `header`: the run's fingerprint (what must match to resume), config and system prompts
+            (`system_prompt`; a constrained run's `free_system_prompt` too, see
+            `llm_bridge.system_prompts`);
 - `turn`:   one request and its response: episode, step, seat, the prompt (without the
             system prompt, which is in the header; a content may be a list of text and
             image parts), the reply (the answer, without its reasoning), the reasoning
             (null if none), whether the token budget cut it off, how it was asked (mode),
-            tokens, latency, attempts, error, the parsed action, parse method and message;
+            tokens, latency, attempts, error, the parsed action, parse method and message
+            (and `system: "free"` where a constrained run asked it with the free prompt);
 - `step`:   one batched environment step: live episodes and every seat's action;
 - `end`:    the summary, when the run finished (or stopped as not valid).
 

@@ -78,6 +78,30 @@ class Usage:
             "unparsed": answered - int(self.parsed.sum()),
         }
 
+    def invalid_reason(
+        self,
+        counts: dict[str, int],
+        limit: float,
+        stopped_at: int | None,
+        max_turns: int | None,
+    ) -> str | None:
+        """Why the run is not valid (more than `limit` of its turns failed; `stopped_at`: the
+        step it stopped at for that), or None."""
+        last = " ".join(self.last_error.split())[:160]
+        if stopped_at is not None:
+            return (
+                f"stopped at step {stopped_at}: {counts['failed']} LLM turns failed after "
+                f"retries (last error: {last}), more than max_failed_fraction={limit} of the "
+                f"at most {max_turns} turns of the run"
+            )
+        if counts["failed"] <= limit * counts["total"]:
+            return None
+        return (
+            f"{counts['failed']} of {counts['total']} LLM turns failed after retries "
+            f"({counts['failed'] / counts['total']:.1%}, more than "
+            f"max_failed_fraction={limit}; last error: {last})"
+        )
+
     def totals(
         self, mode: str, observation: str, prices_per_mtok: tuple[float, float], wall_s: float
     ) -> dict[str, Any]:

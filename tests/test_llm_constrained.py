@@ -18,8 +18,8 @@ from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.base import ModelServerError
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
-from llm_bridge.runner import CONSTRAINED_NOTE, RunConfig, run_evaluation
-from llm_bridge.transcripts import read_records
+from llm_bridge.runner import RunConfig, run_evaluation
+from llm_bridge.transcripts import prompt_digest, read_records
 from tests.llm_server import ChatServer, Faults, Reply, dining_resource_ordering, text_of
 
 PHILOSOPHERS, MAX_STEPS, EPISODES, SEED = 3, 4, 2, 7
@@ -112,12 +112,31 @@ def test_the_server_chooses_among_legal_actions_or_the_client_steps_down(
                 turn["reply"] if mode.endswith("choice") else json.loads(turn["reply"])["action"]
             )
             assert reply == turn["action"] and reply in legal and turn["message"] == ""
-    # The chat says so, and remembers the replies as given: the action name alone.
+    # The system prompt asks for the name alone, and the chat remembers the replies as given.
     header = next(read_records(tmp_path / "transcript.jsonl"))
-    assert header["system_prompt"].endswith(CONSTRAINED_NOTE)
+    constrained, free = header["system_prompt"], header["free_system_prompt"]
+    assert constrained == DiningRenderer().system_prompt(PromptOptions(), constrained=True)
+    assert free == DiningRenderer().system_prompt(PromptOptions())
+    assert "the action alone" not in constrained and "<action>" not in constrained
+    assert "with the exact name of one legal action alone" in constrained
     assert header["config"]["constrained"] is True
-    remembered = [m["content"] for t in turns for m in t["prompt"] if m["role"] == "assistant"]
-    assert remembered and set(remembered) <= set(env.action_names)
+    assert header["config"]["system_prompt_sha256"] == prompt_digest([constrained])
+    # Once stepped down to free text (during the first step), later requests no longer say
+    # the server restricts replies: they carry the free-text prompt, and their turns say so.
+    for body in log.bodies:
+        first = text_of(body["messages"][-1]["content"]).startswith("Step 1 ")
+        assert body["messages"][0]["content"] == (
+            free if mode == "free" and not first else constrained
+        )
+    for turn in turns:
+        later = turn["step"] > 0 and mode == "free"
+        assert turn.get("system") == ("free" if later else None)
+        remembered = [m["content"] for m in turn["prompt"] if m["role"] == "assistant"]
+        # Free-text replies (the first step's too, once stepped down) are kept in their tags.
+        names = [re.sub(r"^<action>(\w+)</action>(<message>.*</message>)?$", r"\1", text)
+                 for text in remembered] if mode == "free" else remembered  # fmt: skip
+        assert set(names) <= set(env.action_names)
+        assert all(text.startswith("<action>") == (mode == "free") for text in remembered)
     assert f"mode {mode}" in (tmp_path / "summary.txt").read_text()
 
 
@@ -181,3 +200,16 @@ def test_the_command_line_runs_constrained(tmp_path):
     assert summary["usage"]["mode"] == "constrained:json_schema"
     assert summary["config"]["constrained"] is True
     assert "response_format" in server.log.bodies[-1]
+
+
+def test_a_rerun_after_the_step_down_reuses_every_answer(env, tmp_path):
+    """The replay steps down where the run did (the transcript keeps each reply's mode), so it
+    asks the same prompts, free-text system prompt and history included, and asks nothing."""
+    refusing = ("guided_choice", "response_format")
+    with ChatServer(dining_resource_ordering, unsupported=refusing) as server:
+        first = run(env, server, tmp_path)
+    with ChatServer(dining_resource_ordering, unsupported=refusing) as server:
+        again = run(env, server, tmp_path)
+    assert server.log.requests == 0
+    assert again["usage"]["reused_from_transcript"] == first["usage"]["requests"]
+    assert again["summary"] == first["summary"]

@@ -15,13 +15,13 @@ import pytest
 import alemlite
 from alemlite.core.errors import ConfigError
 from alemlite.core.prompting import PromptOptions
+from alemlite.envs.craft.agent_view import YOU_COLOUR, YOU_MASKS
+from alemlite.envs.craft.world.rendering import TILE
 from alemlite.envs.dining.prompting import DiningRenderer
 from alemlite.evaluation import episode_keys
 from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
-from alemlite.envs.craft.agent_view import YOU_COLOUR, YOU_MASKS
-from alemlite.envs.craft.world.rendering import TILE
 from llm_bridge.images import IMAGE_NOTE, enlarge, png_data_uri, scale_of
 from llm_bridge.program import batch_program
 from llm_bridge.runner import RunConfig, run_evaluation
@@ -89,6 +89,7 @@ def test_each_request_carries_the_text_then_the_agents_view(env, both):
     for body in bodies:
         text, image = body["messages"][-1]["content"]
         assert text["type"] == "text" and text["text"].startswith("Step ")
+        assert "In view:" in text["text"] and text["text"].endswith("\n" + IMAGE_NOTE)
         assert image["type"] == "image_url"
         (picture,) = images_of(body)
         assert picture.shape == (window[0] * scale, window[1] * scale, 3)
@@ -160,14 +161,29 @@ def test_the_view_marks_the_agent_at_its_centre_and_where_it_faces(env, program,
     assert (view != unmarked).any(axis=-1).sum() <= YOU_MASKS[facing].sum()
 
 
-def test_image_mode_sends_the_view_without_the_observation_text(env, tmp_path):
+def test_image_mode_sends_the_view_with_the_text_it_cannot_show(env, both, tmp_path):
     with ChatServer(lambda messages: "<action>noop</action>") as server:
         report = run(env, server, tmp_path, "image")
     assert report["usage"]["observation"] == "image" and report["usage"]["parse_rate"] == 1.0
+    # The first step's texts of the run in both modes, by the view they were sent with.
+    full = {
+        images_of(body)[0].tobytes(): text_of(body["messages"][-1]["content"])
+        for body in both[1]
+        if text_of(body["messages"][-1]["content"]).startswith("Step 1.")
+    }
     for body in server.log.bodies:
-        text, _ = body["messages"][-1]["content"]
-        assert text == {"type": "text", "text": IMAGE_NOTE}
-        assert len(images_of(body)) == 1
+        (text, _), (picture,) = body["messages"][-1]["content"], images_of(body)
+        text = text["text"]
+        # What the picture cannot show stays in words; the view's tiles are left to it.
+        assert text.startswith("Step ") and text.endswith("\n" + IMAGE_NOTE)
+        for words in ("You are agent", "Stats: ", "Inventory: ", "Legal actions now: noop"):
+            assert words in text
+        assert "In view:" not in text and "Creatures:" not in text
+        if text.startswith("Step 1."):  # the same as in both modes, less the view's lines
+            lines = full[picture.tobytes()].splitlines()
+            assert text.splitlines() == [
+                line for line in lines if not line.startswith(("In view:", "Creatures:"))
+            ]
 
 
 def test_an_environment_without_views_is_refused_in_one_line(tmp_path, capsys):
