@@ -24,6 +24,7 @@ import pytest
 from PIL import Image
 
 import alemlite
+from alemlite.envs.craft.constants import AGENT_COLOURS as CRAFT_COLOURS
 from alemlite.envs.dining import render as dining_render
 from alemlite.envs.dining.state import initial_state
 from alemlite_app.cli import main
@@ -50,7 +51,7 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def browser(dining_run, matrix_run):
+def browser(dining_run, matrix_run, craft_run):
     # The runs come first: Playwright's sync API holds an event loop in this thread while the
     # browser is open, and the LLM runner starts one of its own.
     executable = _chromium()
@@ -291,6 +292,40 @@ def test_an_environment_that_draws_no_pictures_shows_text_frames(matrix_run, bro
     assert "rounds played" in page.locator("#frame-text").inner_text()
     page.locator("#slider").fill("2")
     assert "2 of 3 rounds played" in page.locator("#frame-text").inner_text()
+    assert problems == []
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def craft_run(tmp_path_factory):
+    """Craft, two LLM seats and a random one, one episode of 2 steps on a small map."""
+    run = tmp_path_factory.mktemp("craft_run")
+    with ChatServer(lambda messages: "<action>noop</action>") as server:
+        main(["eval-llm", "--env", "craft", "--base-url", server.base_url, "--model", "scripted",
+              "--episodes", "1", "--max-steps", "2", "--num-agents", "3", "--map-size", "16",
+              "--no-coordination", "--out", str(run), "--no-progress",
+              "--team", "llm", "llm", "random"])  # fmt: skip
+    main(["view", str(run), "--no-progress"])
+    return run
+
+
+def test_the_craft_map_has_a_legend_of_seat_colours(craft_run, dining_run, browser):
+    page, problems = _open(browser, (craft_run / "view" / "episode-0000.html").as_uri())
+    items = page.locator("#legend li")
+    assert items.all_inner_texts() == ["seat 0 \u00b7 scripted", "seat 1 \u00b7 scripted",
+                                       "seat 2 \u00b7 random"]  # fmt: skip
+    expected = [f"rgb({r}, {g}, {b})" for r, g, b in CRAFT_COLOURS[:3].tolist()]
+    shown = "nodes => nodes.map(node => getComputedStyle(node).backgroundColor)"
+    assert page.locator("#legend .swatch").evaluate_all(shown) == expected
+    # Each seat's card wears its colour too, and the legend stays as the steps change.
+    assert page.locator("#agents h3 .swatch").evaluate_all(shown) == expected
+    page.locator("#slider").fill("2")
+    assert page.locator("#legend li").count() == 3
+    assert problems == []
+    page.close()
+    # Dining tells seats apart by their place at the table, not by colour: no legend.
+    page, problems = _open(browser, (dining_run / "view" / "episode-0000.html").as_uri())
+    assert page.locator("#legend").count() == 0 and page.locator(".swatch").count() == 0
     assert problems == []
     page.close()
 

@@ -78,7 +78,9 @@ def view(config: ViewConfig) -> Path:
     bar = tqdm(total=len(records.episode_ids), unit="ep", desc="pages", disable=not config.progress)
     for episode in replayer.episodes():
         name = f"episode-{episode.episode:04d}.html"
-        data = episode_data(records, episode, names, replayer.draws, headline)
+        data = episode_data(
+            records, episode, names, replayer.draws, headline, replayer.seat_colours
+        )
         rows.append((episode, name, write_page(out / name, episode_page(data))))
         episodes.append(episode)
         bar.update()

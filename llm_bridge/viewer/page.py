@@ -114,14 +114,21 @@ def episode_data(
     action_names: tuple[str, ...],
     images: bool,
     headline: list[str],
+    seat_colours: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Everything the episode page shows, as JSON (`headline`: the metrics shown first)."""
+    """Everything the episode page shows, as JSON (`headline`: the metrics shown first;
+    `seat_colours`: each seat's colour in the pictures, for the legend)."""
     strings = _Strings()
     config = records.config
     team = list(config.get("team", ()))
     llm = records.llm_seats()
     seats = [
-        {"name": name, "kind": "llm" if seat in llm else "policy"} for seat, name in enumerate(team)
+        {
+            "name": name,
+            "kind": "llm" if seat in llm else "policy",
+            **({"colour": seat_colours[seat]} if seat_colours else {}),
+        }
+        for seat, name in enumerate(team)
     ]
     frames = [strings(frame) for frame in episode.frames]
     steps = []

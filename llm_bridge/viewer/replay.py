@@ -99,6 +99,15 @@ class Replayer:
         """Whether frames are pictures (else texts)."""
         return self._draw is not None
 
+    @property
+    def seat_colours(self) -> list[str] | None:
+        """The colour each seat is drawn in, as `#rrggbb` (the page's legend); None where the
+        frames are no pictures or the spec tells no seat colours."""
+        colours = self.spec.seat_colours
+        if colours is None or not self.draws:
+            return None
+        return ["#" + bytes(rgb).hex() for rgb in np.asarray(colours(self.env), np.uint8)]
+
     def _frame(self, state: Any) -> str:
         if self._draw is not None:
             return self.encode(np.asarray(self._draw(state)))

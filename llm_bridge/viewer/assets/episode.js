@@ -74,9 +74,16 @@
   }
   app.append(strip);
 
-  const frame = el("div", { class: "frame", id: "frame" });
+  // Who is who in the picture: each seat's colour, where the environment tells them.
+  const swatch = (seat) => el("span", { class: "swatch", style: `background: ${data.seats[seat].colour}` });
+  const coloured = data.seats.every((info) => info.colour);
+  const legend = coloured && data.frame_kind === "image"
+    ? el("ul", { class: "legend", id: "legend" }, ...data.seats.map((info, seat) =>
+      el("li", { "data-seat": seat }, swatch(seat), `seat ${seat} \u00b7 ${info.name}`)))
+    : null;
+  const frame = el("div", { id: "frame" });
   const agents = el("div", { class: "agents", id: "agents" });
-  app.append(el("main", {}, frame, agents));
+  app.append(el("main", {}, el("div", { class: "frame" }, frame, legend), agents));
 
   // ---- one position ---------------------------------------------------------------------
   function promptView(turn) {
@@ -106,7 +113,7 @@
     if (turn && turn.cut_off) classes.push("cut-off");
     if (turn && turn.error) classes.push("error");
     const box = el("section", { class: classes.join(" "), "data-seat": seat },
-      el("h3", {}, `seat ${seat} \u00b7 ${info.name} `,
+      el("h3", {}, coloured ? swatch(seat) : null, `seat ${seat} \u00b7 ${info.name} `,
         el("span", { class: "badge kind" }, info.kind === "llm" ? "LLM" : "policy (scripted or trained)")));
     if (!step) {
       box.append(el("p", { class: "muted" }, "episode over"));
