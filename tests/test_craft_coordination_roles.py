@@ -137,7 +137,7 @@ def test_teammates_see_the_last_message_token():
     state, _ = act(scene(), [message, C.NOOP, C.NOOP])
     assert np.asarray(state.coordination.last_message).tolist() == [2, -1, -1]
     features = np.asarray(OBSERVE(state, PARAMS))[:, -ENV.num_features :]
-    own = OWN_FEATURES + 2  # + alpha, diamond sword
+    own = OWN_FEATURES + L.NUM_ROLES + 2  # + role, alpha, diamond sword
     per_mate = TEAMMATE_FEATURES + L.NUM_REQUEST_RESOURCES + ENV.config.num_message_tokens
     # Agent 2's first teammate is agent 0; its message one-hot closes that block.
     block = features[2, own : own + per_mate]

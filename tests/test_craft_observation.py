@@ -284,7 +284,7 @@ def decode(env, symbolic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     kind, elite = (mob - 1) // 3, (mob - 1) % 3
     mobs = one_hot(np.where(mob > 0, kind, -1), 3)
     sleeping = features[..., 4 + C.NUM_ITEMS, None, None]
-    daylight = features[..., 4 + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + C.NUM_ROLES, None, None]
+    daylight = features[..., 4 + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + L.NUM_ROLES, None, None]
     lit = layer.get("lit", np.zeros_like(mob))
     darkness = np.where(sleeping == 1, 1.0, np.where(lit == 1, 0.0, 1.0 - daylight))
     planes = [

@@ -48,7 +48,7 @@ def random_start(rng: np.random.Generator):
         agent.hunger, agent.thirst, agent.fatigue, agent.recover = (
             float(v) / C.HALF for v in counters[index]
         )
-        agent.reserve = L.FORAGER_RESERVE_FACTOR if index % C.NUM_ROLES == L.FORAGER else 1
+        agent.reserve = L.FORAGER_RESERVE_FACTOR if index % L.NUM_ROLES == L.FORAGER else 1
         agents.append(agent)
     return state, CraftOracle(world.tolist(), agents, revive_window=ENV.config.revive_window)
 

@@ -121,10 +121,6 @@ DEGEN_LIMIT = -15 * HALF  # health - 1 when recover < -15
 # ---- agent status -----------------------------------------------------------------
 ALIVE, DOWNED, DEAD = 0, 1, 2
 
-# ---- roles (by agent index mod 3) -------------------------------------------------
-ROLES = ("warrior", "forager", "miner")
-NUM_ROLES = len(ROLES)
-
 # ---- actions ----------------------------------------------------------------------
 # Crafter's 17 actions in Crafter's order; the coordination layer appends its own.
 ACTIONS = (

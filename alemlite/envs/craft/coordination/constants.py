@@ -32,8 +32,11 @@ NUM_COORDINATION_ACHIEVEMENTS = len(COORDINATION_ACHIEVEMENTS)
 COORDINATION_WEIGHT = 2.0
 
 # ---- roles (roles.py) -------------------------------------------------------------------
-# Role of each gated activity (index into C.ROLES); a specialist always succeeds.
-WARRIOR, FORAGER, MINER = range(C.NUM_ROLES)
+# Roles by agent index mod 3; each agent sees its own (one-hot) even with roles off.
+ROLES = ("warrior", "forager", "miner")
+NUM_ROLES = len(ROLES)
+# Role of each gated activity (index into ROLES); a specialist always succeeds.
+WARRIOR, FORAGER, MINER = range(NUM_ROLES)
 # DO on these materials needs the role (mining stone / iron / diamond, drinking, saplings).
 MATERIAL_ROLE = np.full(C.MATERIAL_CODES, -1, dtype=np.int32)
 for _material, _role in (

@@ -182,7 +182,8 @@ class Layer:
 
     @property
     def own_features(self) -> int:
-        return int(self.on) + sum(part.own_features for part in self.parts)
+        identity = sum(kind.identity_features for kind in PARTS)
+        return identity + int(self.on) + sum(part.own_features for part in self.parts)
 
     @property
     def teammate_features(self) -> int:
@@ -193,14 +194,16 @@ class Layer:
         return sum(part.global_features for part in self.parts)
 
     def observation(self, state: CraftState, params: CraftParams) -> Extras:
-        """What the parts add to each agent's observation."""
+        """What the parts add to each agent's observation (every part's identity, on or off)."""
+        identity = tuple(kind.identity(self.config) for kind in PARTS if kind.identity_features)
         if not self.on:
-            return Extras()
+            return Extras(identity=identity)
         num_agents = self.config.num_agents
         mates = teammates(num_agents)
         alpha = jnp.broadcast_to(state.coordination.alpha, (num_agents, 1))
         return Extras(
             lit=self.lit(state, params, window_grid(self.config, state)),
+            identity=identity,
             planes=tuple(
                 part.window_planes(state, params) for part in self.parts if part.window_channels
             ),

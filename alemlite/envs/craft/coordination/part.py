@@ -43,6 +43,9 @@ class Part:
     # Sizes of what the part adds to the observation and the global state.
     window_channels: int = 0
     own_features: int = 0
+    # Features of who each agent is, shown whether the part is on or off, so that the
+    # observation's layout does not hang on the switch (`identity`).
+    identity_features: int = 0
     teammate_features: int = 0
     global_features: int = 0
     # Coordination achievements the part makes reachable.
@@ -121,6 +124,11 @@ class Part:
     # ---- observation and rendering ---------------------------------------------------
     def window_planes(self, state: CraftState, params: CraftParams) -> jax.Array:
         """`(P, H, W, window_channels)` after the base channels."""
+        raise NotImplementedError
+
+    @staticmethod
+    def identity(config: CraftConfig) -> jax.Array:
+        """`(P, identity_features)` after the agent's facing, before daylight."""
         raise NotImplementedError
 
     def own(self, state: CraftState) -> jax.Array:

@@ -28,7 +28,7 @@ from alemlite.envs.craft.world.tiles import read_tiles
 
 
 def agent_roles(num_agents: int) -> jax.Array:
-    return jnp.arange(num_agents) % C.NUM_ROLES
+    return jnp.arange(num_agents) % L.NUM_ROLES
 
 
 def non_specialist_success(state: CraftState, params: CraftParams) -> jax.Array:
@@ -89,6 +89,12 @@ def reserve_factor(num_agents: int) -> jax.Array:
 
 class Roles(Part):
     """Role checks on gated actions, warriors' damage, foragers' food and reserves."""
+
+    identity_features = L.NUM_ROLES  # each agent's role, one-hot
+
+    @staticmethod
+    def identity(config: CraftConfig) -> jax.Array:
+        return jax.nn.one_hot(agent_roles(config.num_agents), L.NUM_ROLES)
 
     @staticmethod
     def enabled(config: CraftConfig) -> bool:

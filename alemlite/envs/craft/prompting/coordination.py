@@ -182,9 +182,9 @@ class CoordinationText:
     def roles_section(self) -> str:
         if not self.config.has_specialisation:
             return ""
-        lines = "\n".join(f"- {role}: {role_duties(r)}." for r, role in enumerate(C.ROLES))
+        lines = "\n".join(f"- {role}: {role_duties(r)}." for r, role in enumerate(L.ROLES))
         return load_prompt(TEMPLATES, "roles.txt").format(
-            num_roles=C.NUM_ROLES, role_order=", ".join(C.ROLES), role_lines=lines
+            num_roles=L.NUM_ROLES, role_order=", ".join(L.ROLES), role_lines=lines
         )
 
     def rules_sections(self) -> list[str]:

@@ -60,7 +60,7 @@ class CraftRenderer:
         self._roles = self.config.has_specialisation
 
     def _who(self, agent: int) -> str:
-        role = f" ({C.ROLES[agent % C.NUM_ROLES]})" if self._roles else ""
+        role = f" ({L.ROLES[agent % L.NUM_ROLES]})" if self._roles else ""
         return f"agent {agent}{role}"
 
     def system_prompt(self, options: PromptOptions, constrained: bool = False) -> str:

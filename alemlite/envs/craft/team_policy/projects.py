@@ -44,7 +44,7 @@ def _preference_rank(num_agents: int, eligible: jax.Array, first: jax.Array) -> 
     by ROLE_PREFERENCE, then index; ineligible agents come last. A fixed order, so that
     the members (and the shares they keep) stay the same from step to step."""
     agent = jnp.arange(num_agents)
-    key = jnp.asarray(ROLE_PREFERENCE)[agent % C.NUM_ROLES] * num_agents + agent
+    key = jnp.asarray(ROLE_PREFERENCE)[agent % L.NUM_ROLES] * num_agents + agent
     key = jnp.where(agent == first, -1, key) + jnp.where(eligible, 0, 10 * num_agents)
     return jnp.argsort(jnp.argsort(key))
 

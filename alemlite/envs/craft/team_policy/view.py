@@ -60,7 +60,7 @@ def role_chance(
     needed = jnp.asarray(needed)
     if not config.has_specialisation:
         return jnp.ones((num_agents, needed.shape[0]))
-    role = jnp.arange(num_agents) % C.NUM_ROLES
+    role = jnp.arange(num_agents) % L.NUM_ROLES
     specialist = (needed[None, :] < 0) | (needed[None, :] == role[:, None])
     other = jnp.where(params.hard_specialisation, 0.0, 1.0 - state.coordination.alpha)
     return jnp.where(specialist, 1.0, other)
@@ -71,7 +71,7 @@ def read_view(env: CraftEnv, state: CraftState, params: CraftParams) -> TeamView
     config = env.config
     agents = state.agents
     agent = jnp.arange(config.num_agents)
-    role = agent % C.NUM_ROLES
+    role = agent % L.NUM_ROLES
     inventory, stats = agents.inventory, agents.stats
     standing = agents.status == C.ALIVE
     elite = (

@@ -5,13 +5,13 @@ Window channels, in order: material (the world's 15, code 0 = outside the map), 
 1 - daylight on every tile of the window (0 on tiles a layer lights), and 1 while
 sleeping (Crafter blacks out a sleeper's view); it is computed for the window only.
 
-Flat features: stats / 9, inventory / 9, sleeping, facing (one-hot), role (one-hot),
-daylight, then for each teammate in order i+1, i+2, ... (mod P): its position
-relative to the agent (clipped to +-TEAMMATE_RANGE, divided by it), health / 9,
-downed, dead.
+Flat features: stats / 9, inventory / 9, sleeping, facing (one-hot), daylight, then
+for each teammate in order i+1, i+2, ... (mod P): its position relative to the agent
+(clipped to +-TEAMMATE_RANGE, divided by it), health / 9, downed, dead.
 
-A layer above the world appends its own window channels, own features and features
-per teammate after the base ones (`Extras`).
+A layer above the world adds who each agent is (its role) between facing and daylight,
+and appends its own window channels, own features and features per teammate after
+the base ones (`Extras`).
 
 Layouts: "flat" concatenates the flattened window and the features; "image" is
 (view_height, view_width, channels + features) with the features broadcast over
@@ -35,7 +35,7 @@ from alemlite.envs.craft.world.tiles import read_tiles
 TEAMMATE_RANGE = 16
 WINDOW_CHANNELS = C.NUM_MATERIALS + C.NUM_MOB_KINDS + 2 + 1
 TEAMMATE_FEATURES = 5
-OWN_FEATURES = len(C.STATS) + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + C.NUM_ROLES + 1
+OWN_FEATURES = len(C.STATS) + C.NUM_ITEMS + 1 + len(C.DIRECTIONS) + 1
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Extras:
     """What a layer adds to the base observation, each after the base ones, in order."""
 
     lit: jax.Array | None = None  # (P, H, W) bool: window tiles lit whatever the daylight
+    identity: tuple[jax.Array, ...] = ()  # (P, k) who the agent is, after its facing
     planes: tuple[jax.Array, ...] = ()  # (P, H, W, c) window channels
     own: tuple[jax.Array, ...] = ()  # (P, k) features of the agent
     teammates: tuple[jax.Array, ...] = ()  # (P, P - 1, k) features per teammate
@@ -133,14 +134,13 @@ def flat_features(
     """Per-agent feature vectors `(P, features)` float32."""
     agents = state.agents
     num_agents = config.num_agents
-    roles = jnp.arange(num_agents) % C.NUM_ROLES
     light = daylight(state.step, params.day_length)
     own = [
         agents.stats / C.STAT_MAX,
         agents.inventory / C.INVENTORY_MAX,
         agents.sleeping[:, None],
         jax.nn.one_hot(agents.facing, len(C.DIRECTIONS)),
-        jax.nn.one_hot(roles, C.NUM_ROLES),
+        *extras.identity,
         jnp.broadcast_to(light, (num_agents, 1)),
         *extras.own,
     ]
