@@ -17,8 +17,9 @@ from alemlite.envs.craft.coordination.signals import first_message
 from alemlite.envs.craft.coordination.trading import first_give, first_request
 
 CRAFT = Path(__file__).resolve().parents[1] / "alemlite" / "envs" / "craft"
-# What the base world may import of the package: itself, the config and the constants.
-WORLD_MAY_IMPORT = ("alemlite.envs.craft.world", "alemlite.envs.craft.config")
+# What the base world may import of the package: itself (its config included) and the
+# world's constants; not the composed config, which holds the layer's options.
+WORLD_MAY_IMPORT = ("alemlite.envs.craft.world",)
 SWITCHES = {
     "Roles": {"specialisation": False},
     "Tasks": {"tasks": False},
@@ -54,6 +55,19 @@ def test_the_world_imports_nothing_of_the_layer():
     # and no switch of the layer is read in the world or in the environment's step
     for path in [*modules, CRAFT / "env.py"]:
         assert "has_" not in path.read_text().replace("has_tool", ""), path.name
+
+
+def test_the_parts_own_their_data():
+    # The world knows its own materials, no blocks of the layer and no roles; the layer's
+    # blocks take the codes after the world's, whichever parts are on.
+    assert "site" not in C.MATERIALS and not hasattr(C, "ROLES")
+    assert L.MATERIALS[: C.NUM_MATERIALS] == C.MATERIALS and L.MATERIALS[L.SITE] == "site"
+    assert len(L.MATERIALS) <= C.MATERIAL_CODES == len(C.WALKABLE)
+    # Roles write the role one-hot, with the layer off too; construction draws its blocks.
+    plain = make_craft(map_size=16, coordination=False)
+    assert plain.layer.parts == () and plain.layer.own_features == L.NUM_ROLES
+    assert not plain.layer.material_sprites()[L.SITE].any()
+    assert make_craft(map_size=16).layer.material_sprites()[L.SITE].any()
 
 
 def test_the_config_chooses_the_parts_in_a_fixed_order():

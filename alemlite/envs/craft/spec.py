@@ -9,7 +9,8 @@ from alemlite.core.prompting import PromptOptions
 from alemlite.core.spec import EnvOptions, EnvSpec
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.agent_view import render_agent_rgb
-from alemlite.envs.craft.config import CraftConfig, parse_difficulty
+from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.coordination.config import parse_difficulty
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.policies import POLICIES
 

@@ -6,18 +6,18 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftParams
+from alemlite.envs.craft.world.config import WorldParams
 from alemlite.envs.craft.world.state import AgentState, CraftState
 
 
-def shared(per_agent: jax.Array, params: CraftParams) -> jax.Array:
+def shared(per_agent: jax.Array, params: WorldParams) -> jax.Array:
     """`per_agent` rewards `(P,)`, or their team mean for everyone if rewards are shared."""
     return jnp.where(
         params.shared_reward, jnp.mean(per_agent) * jnp.ones_like(per_agent), per_agent
     )
 
 
-def reward(before: AgentState, after: AgentState, params: CraftParams) -> jax.Array:
+def reward(before: AgentState, after: AgentState, params: WorldParams) -> jax.Array:
     """Per agent: weights of new achievements + scale * change in health; team mean if shared."""
     new = after.achievements & ~before.achievements
     achievement_reward = new.astype(jnp.float32) @ params.achievement_weights
@@ -25,7 +25,7 @@ def reward(before: AgentState, after: AgentState, params: CraftParams) -> jax.Ar
     return shared(achievement_reward + params.health_reward_scale * health_change, params)
 
 
-def achievement_score(state: CraftState, params: CraftParams) -> tuple[jax.Array, jax.Array]:
+def achievement_score(state: CraftState, params: WorldParams) -> tuple[jax.Array, jax.Array]:
     """Each agent's achievement reward so far `(P,)` and the most there is `()`."""
     unlocked = state.agents.achievements.astype(jnp.float32)
     weights = params.achievement_weights

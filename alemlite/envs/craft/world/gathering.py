@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.world.config import WorldConfig
 from alemlite.envs.craft.world.rules import DoRules
 from alemlite.envs.craft.world.slots import free_slots_first
 from alemlite.envs.craft.world.state import CraftState
@@ -69,7 +69,7 @@ def add_items(inventory: jax.Array, item: jax.Array, amount: jax.Array) -> jax.A
 
 
 def do_action(
-    config: CraftConfig,
+    config: WorldConfig,
     state: CraftState,
     doing: jax.Array,
     sapling_roll: jax.Array,
@@ -170,7 +170,7 @@ def near_stations(state: CraftState) -> tuple[jax.Array, jax.Array]:
     return jnp.any(around == C.TABLE, axis=1), jnp.any(around == C.FURNACE, axis=1)
 
 
-def place_valid(config: CraftConfig, state: CraftState) -> jax.Array:
+def place_valid(config: WorldConfig, state: CraftState) -> jax.Array:
     """`(P, 4)` bool: each place action (stone, table, furnace, plant) would succeed."""
     target = facing_target(state)
     material = read_tiles(state.map, target)
@@ -194,7 +194,7 @@ def make_valid(state: CraftState) -> jax.Array:
     return affordable & near_table[:, None] & furnace_ok
 
 
-def legal_actions(config: CraftConfig, state: CraftState) -> jax.Array:
+def legal_actions(config: WorldConfig, state: CraftState) -> jax.Array:
     """`(P, NUM_ACTIONS)` bool: Crafter's actions that would do something (for agents
     that stand and are awake; noop, moves and DO always count)."""
     always = (
@@ -214,7 +214,7 @@ def legal_actions(config: CraftConfig, state: CraftState) -> jax.Array:
     )
 
 
-def place_action(config: CraftConfig, state: CraftState, actions: jax.Array) -> CraftState:
+def place_action(config: WorldConfig, state: CraftState, actions: jax.Array) -> CraftState:
     """Apply the place actions `(P,)` (others are ignored)."""
     agents = state.agents
     kind = jnp.clip(actions - C.PLACE_STONE, 0, len(C.PLACE_ACTIONS) - 1)

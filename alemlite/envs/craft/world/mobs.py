@@ -23,7 +23,7 @@ import numpy as np
 
 from alemlite.core.fusion import materialise
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.world.config import WorldConfig, WorldParams
 from alemlite.envs.craft.world.gathering import agent_blocking, mob_at
 from alemlite.envs.craft.world.slots import free_slots_first
 from alemlite.envs.craft.world.state import CraftState
@@ -42,7 +42,7 @@ NUM_KINDS = 3  # kinds in the mob table (arrows have their own)
 MOB_RANDOM_DRAWS = 6  # uniforms per mob and step
 
 
-def random_shapes(config: CraftConfig) -> dict[str, tuple[int, ...]]:
+def random_shapes(config: WorldConfig) -> dict[str, tuple[int, ...]]:
     """Uniform draws this module needs per step (drawn once by the environment)."""
     return {
         "mob": (config.num_mobs, MOB_RANDOM_DRAWS),
@@ -86,7 +86,7 @@ def direction_index(delta: jax.Array) -> jax.Array:
 
 
 def move_and_attack(
-    config: CraftConfig,
+    config: WorldConfig,
     state: CraftState,
     uniform: jax.Array,
     harmless: jax.Array | None = None,
@@ -166,7 +166,7 @@ def move_and_attack(
     return state, mobs.alive & is_skeleton & shoots & (cooldown == 0)
 
 
-def fly_arrows(config: CraftConfig, state: CraftState, shooting: jax.Array) -> CraftState:
+def fly_arrows(config: WorldConfig, state: CraftState, shooting: jax.Array) -> CraftState:
     """Move arrows, apply hits, then launch new arrows from `shooting` skeletons."""
     arrows = state.arrows
     directions = jnp.asarray(C.DIRECTIONS)
@@ -224,7 +224,7 @@ def grow_plants(state: CraftState) -> CraftState:
     return state.replace(map=world, plants=plants.replace(grown=grown, alive=plants.alive & ~eaten))
 
 
-def population_targets(config: CraftConfig, state: CraftState, light: jax.Array) -> jax.Array:
+def population_targets(config: WorldConfig, state: CraftState, light: jax.Array) -> jax.Array:
     """Target count per kind (zombie, skeleton, cow) from daylight and free space.
 
     Crafter's per-chunk targets: zombies 3.5 - 3 * daylight (with >= 50 grass),
@@ -243,9 +243,9 @@ def population_targets(config: CraftConfig, state: CraftState, light: jax.Array)
 
 
 def balance(
-    config: CraftConfig,
+    config: WorldConfig,
     state: CraftState,
-    params: CraftParams,
+    params: WorldParams,
     draws: dict[str, jax.Array],
     zombie_blocked: Callable[[jax.Array], jax.Array] | None = None,
 ) -> CraftState:

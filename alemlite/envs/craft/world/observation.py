@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.world.config import WorldConfig, WorldParams
 from alemlite.envs.craft.world.mobs import daylight
 from alemlite.envs.craft.world.state import CraftState
 from alemlite.envs.craft.world.tiles import read_tiles
@@ -49,7 +49,7 @@ class Extras:
     teammates: tuple[jax.Array, ...] = ()  # (P, P - 1, k) features per teammate
 
 
-def observation_shape(config: CraftConfig, channels: int, features: int) -> tuple[int, ...]:
+def observation_shape(config: WorldConfig, channels: int, features: int) -> tuple[int, ...]:
     """One agent's observation with `channels` window channels and `features` flat ones."""
     height, width = config.view_height, config.view_width
     if config.observation == "image":
@@ -62,13 +62,13 @@ def teammates(num_agents: int) -> np.ndarray:
     return (np.arange(num_agents)[:, None] + np.arange(1, num_agents)[None, :]) % num_agents
 
 
-def window_offsets(config: CraftConfig) -> tuple[np.ndarray, np.ndarray]:
+def window_offsets(config: WorldConfig) -> tuple[np.ndarray, np.ndarray]:
     """Row and column offsets of the view window around the agent."""
     half_height, half_width = config.view_height // 2, config.view_width // 2
     return np.arange(-half_height, half_height + 1), np.arange(-half_width, half_width + 1)
 
 
-def window_grid(config: CraftConfig, state: CraftState) -> jax.Array:
+def window_grid(config: WorldConfig, state: CraftState) -> jax.Array:
     """Map positions of each agent's window `(P, H, W, 2)`."""
     rows, cols = window_offsets(config)
     position = state.agents.position
@@ -81,12 +81,12 @@ def window_grid(config: CraftConfig, state: CraftState) -> jax.Array:
     )
 
 
-def view_materials(config: CraftConfig, state: CraftState) -> jax.Array:
+def view_materials(config: WorldConfig, state: CraftState) -> jax.Array:
     """Material codes in each agent's window `(P, H, W)` (OUT_OF_BOUNDS outside)."""
     return read_tiles(state.map, window_grid(config, state))
 
 
-def entity_planes(config: CraftConfig, origin: jax.Array, position, present, channel, count):
+def entity_planes(config: WorldConfig, origin: jax.Array, position, present, channel, count):
     """`(P, H, W, count)` indicator planes of entities at `position` in each window."""
     rows, cols = window_offsets(config)
     relative = position[None, :, :] - origin[:, None, :]  # (P, E, 2)
@@ -103,7 +103,7 @@ def entity_planes(config: CraftConfig, origin: jax.Array, position, present, cha
 
 
 def view_window(
-    config: CraftConfig, state: CraftState, params: CraftParams, extras: Extras
+    config: WorldConfig, state: CraftState, params: WorldParams, extras: Extras
 ) -> jax.Array:
     """One-hot window `(P, H, W, channels)` float32."""
     agents, mobs, arrows = state.agents, state.mobs, state.arrows
@@ -129,7 +129,7 @@ def view_window(
 
 
 def flat_features(
-    config: CraftConfig, state: CraftState, params: CraftParams, extras: Extras
+    config: WorldConfig, state: CraftState, params: WorldParams, extras: Extras
 ) -> jax.Array:
     """Per-agent feature vectors `(P, features)` float32."""
     agents = state.agents
@@ -160,7 +160,7 @@ def flat_features(
 
 
 def observe(
-    config: CraftConfig, state: CraftState, params: CraftParams, extras: Extras
+    config: WorldConfig, state: CraftState, params: WorldParams, extras: Extras
 ) -> jax.Array:
     """Each agent's observation `(P, *observation_shape)` float32."""
     window = view_window(config, state, params, extras)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig, CraftParams
+from alemlite.envs.craft.world.config import WorldConfig, WorldParams
 from alemlite.envs.craft.world.mobs import daylight
 from alemlite.envs.craft.world.observation import view_materials, window_offsets
 from alemlite.envs.craft.world.state import CraftState
@@ -51,7 +51,7 @@ class Overlay(Protocol):
     def marks(self, state: CraftState, rows: jax.Array, cols: jax.Array) -> Marks | None:
         """Marks on a `(R, W)` grid of map tiles (None: none)."""
 
-    def lit(self, state: CraftState, params: CraftParams, position: jax.Array) -> jax.Array | None:
+    def lit(self, state: CraftState, params: WorldParams, position: jax.Array) -> jax.Array | None:
         """`(...)` bool for `(..., 2)` positions: lit whatever the daylight (None: none)."""
 
 
@@ -129,7 +129,7 @@ FLAG_MASK = _ROWS + _COLS <= 3  # a small triangle in the top-left corner
 FRAME_MASK = (_ROWS == 0) | (_ROWS == TILE - 1) | (_COLS == 0) | (_COLS == TILE - 1)
 
 
-def entity_codes(config: CraftConfig, state: CraftState, rows: jax.Array, cols: jax.Array):
+def entity_codes(config: WorldConfig, state: CraftState, rows: jax.Array, cols: jax.Array):
     """Which entity is drawn on each tile of a `(R, W)` grid of map coordinates.
 
     Codes: 0 none, 1 + agent index for agents, then 1 + P + kind for mobs and arrows.
@@ -155,7 +155,7 @@ def entity_codes(config: CraftConfig, state: CraftState, rows: jax.Array, cols: 
     return jnp.where(jnp.any(hit, axis=0), code[first], 0)
 
 
-def _entity_sprites(config: CraftConfig, state: CraftState):
+def _entity_sprites(config: WorldConfig, state: CraftState):
     """Colours `(1 + P + 4, 3)` and mask index per entity code."""
     agent_colours = jnp.asarray(C.AGENT_COLOURS[: config.num_agents])
     downed = (state.agents.status == C.DOWNED)[:, None]
@@ -172,7 +172,7 @@ def _entity_sprites(config: CraftConfig, state: CraftState):
 
 def _light(
     state: CraftState,
-    params: CraftParams,
+    params: WorldParams,
     rows: jax.Array,
     cols: jax.Array,
     overlay: Overlay | None,
@@ -214,7 +214,7 @@ def _compose(config, state, sprites, materials, entities, marks: Marks | None, l
 
 
 def render_map(
-    config: CraftConfig, state: CraftState, params: CraftParams, overlay: Overlay | None = None
+    config: WorldConfig, state: CraftState, params: WorldParams, overlay: Overlay | None = None
 ) -> jax.Array:
     """The whole map `(S * TILE, S * TILE, 3)` uint8, dimmed at night."""
     size = config.map_size
@@ -227,7 +227,7 @@ def render_map(
 
 
 def render_views(
-    config: CraftConfig, state: CraftState, params: CraftParams, overlay: Overlay | None = None
+    config: WorldConfig, state: CraftState, params: WorldParams, overlay: Overlay | None = None
 ) -> jax.Array:
     """Each agent's window `(P, H * TILE, W * TILE, 3)` uint8."""
     materials = view_materials(config, state)

@@ -1,7 +1,7 @@
 """The state of one Craft world: the material grid and small fixed-size tables.
 
 Only the material grid scales with the map; everything that ticks (agents, mobs,
-arrows, plants) lives in tables whose size is fixed by `CraftConfig`, so a step never
+arrows, plants) lives in tables whose size is fixed by `WorldConfig`, so a step never
 sweeps the map. The coordination layer's state rides along in `CraftState.coordination`
 (`coordination/state.py`); the world only carries it.
 """
@@ -33,7 +33,7 @@ class AgentState:
 
 @struct.dataclass
 class MobState:
-    """Zombies, skeletons and cows; a slot's kind is fixed by `CraftConfig.mob_kinds`."""
+    """Zombies, skeletons and cows; a slot's kind is fixed by `WorldConfig.mob_kinds`."""
 
     position: jax.Array  # (N, 2) int32
     health: jax.Array  # (N,) int32

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftParams
+from alemlite.envs.craft.world.config import WorldParams
 from alemlite.envs.craft.world.rules import LifeRules
 from alemlite.envs.craft.world.state import AgentState
 
@@ -85,7 +85,7 @@ def update_life_stats(agents: AgentState, rules: LifeRules) -> AgentState:
     )
 
 
-def settle_health(agents: AgentState, health_before: jax.Array, params: CraftParams) -> AgentState:
+def settle_health(agents: AgentState, health_before: jax.Array, params: WorldParams) -> AgentState:
     """Wake the hurt, down those at zero health, and let unrevived downed agents die.
 
     A downed agent waits `revive_window` steps (counting the step it fell) for a

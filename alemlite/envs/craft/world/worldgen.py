@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from alemlite.envs.craft import constants as C
-from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.world.config import WorldConfig
 from alemlite.envs.craft.world.randomness import draw_uniforms
 from alemlite.envs.craft.world.state import (
     ArrowState,
@@ -201,7 +201,7 @@ class Terrain(NamedTuple):
     draws: dict[str, jax.Array]  # the generator's uniforms (mob placement among them)
 
 
-def lay_terrain(key: jax.Array, config: CraftConfig) -> Terrain:
+def lay_terrain(key: jax.Array, config: WorldConfig) -> Terrain:
     """The material grid around a random start, with the essentials stamped in."""
     size = config.map_size
     draws = draw_uniforms(
@@ -220,7 +220,7 @@ def lay_terrain(key: jax.Array, config: CraftConfig) -> Terrain:
     return Terrain(stamp_essentials(draws["compass"], material, centre), centre, draws)
 
 
-def populate(config: CraftConfig, terrain: Terrain, coordination: Any) -> CraftState:
+def populate(config: WorldConfig, terrain: Terrain, coordination: Any) -> CraftState:
     """A fresh world on `terrain`: agents at the start, cows and skeletons placed.
 
     `coordination` is the layer's state, which the world carries untouched.
