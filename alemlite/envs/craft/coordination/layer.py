@@ -3,7 +3,8 @@
 Parts, in the order every hook runs (each also appends, in this order, its actions, its
 window channels, own features and features per teammate):
 - `Roles` (`specialisation`): role checks on gated actions, warriors' damage, foragers'
-  food and reserves.
+  food and reserves; each agent's role (one-hot) between its facing and daylight, shown
+  with the part off too (`Part.identity`), so the observation's layout stays put.
 - `Tasks` (`tasks`): sync and handover tasks on resource tiles; window channels for the
   task kind, the quorum and the handover window left.
 - `Elites` (`elites`): elite mobs and large cows; window channels soft and hard elite.
@@ -11,12 +12,14 @@ window channels, own features and features per teammate):
 - `Signals` (`num_message_tokens > 0`): message tokens; each teammate's last token.
 - `Construction` (`construction`): sites, buildings and diamond swords; window channels
   of the sites, whether the agent holds a diamond sword, and the site table after every
-  agent's observation in the global state.
+  agent's observation in the global state; the sprites of its blocks (site, shelter,
+  forge, beacon: the material codes after the world's, `L.MATERIALS`).
 
 What the parts share, while any part is on: the episode's difficulty alpha (drawn at
 reset if `sampled`, an own feature after daylight), reviving a downed teammate (the
 world's DO revives; the layer credits `revive_teammate`), the coordination reward
-(weights of newly unlocked coordination achievements), and the layer's metrics.
+(weights of newly unlocked coordination achievements), and the layer's metrics. Each
+part's numbers are in `constants.py` and its options in `config.py`, beside it.
 `coordination=False` switches every part off, which leaves the base world.
 """
 

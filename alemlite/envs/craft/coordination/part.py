@@ -4,8 +4,11 @@ A part is one mechanism on top of the base world (roles, tasks, elites, trading,
 construction) with its own switch (`enabled`). The environment builds the enabled parts
 once per config (static Python, chosen at trace time) and the layer (`layer.py`) calls
 each hook of each part in the layer's order at a fixed point of generation, of a step,
-of the observation and of the score. Every hook defaults to changing nothing, so a part
-overrides only those it needs, and a world with every part off is the base world.
+of the observation, of the frames and of the score. Every hook defaults to changing
+nothing, so a part overrides only those it needs, and a world with every part off is the
+base world. A part's numbers are its section of `constants.py` and its options its class
+in `config.py`; what it adds to the world (features, marks, the sprites of the blocks it
+lays) comes through these hooks, so the world never names a part.
 """
 
 from __future__ import annotations
