@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 
+import numpy as np
 import pytest
 
 import alemlite
@@ -16,10 +17,12 @@ from alemlite.core.prompting import PromptOptions
 from alemlite.envs.dining.prompting import DiningRenderer
 from alemlite_app.cli import main
 from llm_bridge.agents import LLMAgent
-from llm_bridge.clients.base import ModelServerError
+from llm_bridge.clients.base import Completion, ModelServerError
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
-from llm_bridge.runner import RunConfig, run_evaluation
+from llm_bridge.parse import ParsedReply
+from llm_bridge.runner import EvaluationRun, RunConfig, run_evaluation
 from llm_bridge.transcripts import prompt_digest, read_records
+from llm_bridge.usage import Turn
 from tests.llm_server import ChatServer, Faults, Reply, dining_resource_ordering, text_of
 
 PHILOSOPHERS, MAX_STEPS, EPISODES, SEED = 3, 4, 2, 7
@@ -213,3 +216,23 @@ def test_a_rerun_after_the_step_down_reuses_every_answer(env, tmp_path):
     assert server.log.requests == 0
     assert again["usage"]["reused_from_transcript"] == first["usage"]["requests"]
     assert again["summary"] == first["summary"]
+
+
+def test_the_parse_feedback_asks_for_the_answer_the_system_prompt_asks_for(env, tmp_path):
+    backend = OpenAIBackend(OpenAIConfig(model="scripted", base_urls=("http://127.0.0.1:9/v1",)))
+    config = RunConfig(episodes=1, out=tmp_path, progress=False, constrained=True)
+    team = [LLMAgent(backend, "scripted")] * PHILOSOPHERS
+    run = EvaluationRun(env, DiningRenderer(), team, PromptOptions(), config)
+    run._scratchpads = np.full((1, PHILOSOPHERS), "", dtype=object)
+    run._parse_failed = np.ones((1, PHILOSOPHERS), bool)
+    assert run._user_content("Step 2 of 4.", 0, 1, None).endswith("Answer with the name alone.")
+    assert run.prompts.for_seat(1) == run.prompts.constrained
+    assert run._assistant_text(ParsedReply(0, "name"), 1) == "WAIT"
+    # The server stepped down to free text on a reply: from then on, tags, as the prompt says.
+    free = Completion(text="<action>WAIT</action>", mode="free")
+    run.prompts.note_step_downs([Turn(0, 1, "x", free, None, ParsedReply(0, "tag"))])
+    assert run._user_content("Step 2 of 4.", 0, 1, None).endswith(
+        "Answer with <action>NAME</action>."
+    )
+    assert run.prompts.for_seat(1) == run.prompts.free
+    assert run._assistant_text(ParsedReply(0, "name"), 1) == "<action>WAIT</action>"
