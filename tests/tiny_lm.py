@@ -1,6 +1,7 @@
 """A tiny causal language model built in the test process (no downloads): a two-layer Llama
 (rotary positions and grouped keys and values, as SmolLM2) with a character-level tokenizer
-and a chat template, randomly initialised from a fixed seed."""
+(or a word-level one fitted to given texts) and a chat template, randomly initialised from a
+fixed seed."""
 
 from __future__ import annotations
 
@@ -28,9 +29,40 @@ def character_tokenizer(transformers: Any, chat_template: str | None = CHAT_TEMP
     return tokenizer
 
 
-def tiny_llama(transformers: Any, torch: Any, seed: int = 0) -> tuple[Any, Any]:
-    """(model, tokenizer): a 2-layer Llama of width 32, in eval mode."""
-    tokenizer = character_tokenizer(transformers)
+def word_tokenizer(transformers: Any, texts: list[str]) -> Any:
+    """One token a word of `texts`, a tag or a punctuation mark; spaces dropped; pad 0, end 1.
+
+    Every action name is one token, so the likelihood head starts near uniform over them
+    (under characters a short name would be far likelier than a long one)."""
+    import re
+
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    pattern = r"</?\w+>|\w+|[^\w\s]"
+    roles = "<system> <user> <assistant>"  # the chat template's tags
+    words = sorted({piece for text in [*texts, roles] for piece in re.findall(pattern, text)})
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2} | {w: i + 3 for i, w in enumerate(words)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split(Regex(pattern), "isolated")]
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def tiny_llama(
+    transformers: Any,
+    torch: Any,
+    seed: int = 0,
+    tokenizer: Any = None,
+    weight_scale: float = 8.0,
+) -> tuple[Any, Any]:
+    """(model, tokenizer): a 2-layer Llama of width 32, in eval mode; the character tokenizer
+    unless one is given."""
+    tokenizer = tokenizer or character_tokenizer(transformers)
     torch.manual_seed(seed)
     config = transformers.LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -41,5 +73,5 @@ def tiny_llama(transformers: Any, torch: Any, seed: int = 0) -> tuple[Any, Any]:
     # Larger weights than the initialisation's: sharper, more varied next-token choices.
     with torch.no_grad():
         for parameter in model.parameters():
-            parameter.mul_(8.0)
+            parameter.mul_(weight_scale)
     return model, tokenizer

@@ -158,7 +158,7 @@ class HFBackend:
 
         torch.set_num_threads(self.config.threads or len(os.sched_getaffinity(0)))
         if self._model is None:
-            self._model, self._tokenizer = _loaded(
+            self._model, self._tokenizer = loaded_model(
                 self.config.model, self.config.dtype, self.config.device, self._images
             )
         self._model.eval()
@@ -292,7 +292,7 @@ class HFBackend:
         for request, prompt in zip(batch, tokens, strict=True):
             choices = list(request.choices or ())
             encoded = [self._encode(f"<action>{name}</action>") for name in choices]
-            shared = _shared_prefix(encoded)  # "<action>": part of the prompt, not the score
+            shared = shared_prefix(encoded)  # "<action>": part of the prompt, not the score
             rows.append(
                 _row(np.concatenate([prompt, encoded[0][:shared]]), [e[shared:] for e in encoded])
             )
@@ -419,7 +419,7 @@ def _row(tokens: np.ndarray, branches: Sequence[Sequence[int]] = ()) -> Any:
     return Row(np.asarray(tokens, dtype=np.int64), branches)
 
 
-def _shared_prefix(sequences: list[list[int]]) -> int:
+def shared_prefix(sequences: list[list[int]]) -> int:
     """How many leading tokens every sequence shares, leaving each at least one of its own."""
     shortest = min(len(s) for s in sequences)
     shared = 0
@@ -447,7 +447,7 @@ class _Trie:
 _LOADED: dict[tuple[str, str, str, bool], tuple[Any, Any]] = {}
 
 
-def _loaded(model: str, dtype: str, device: str, images: bool) -> tuple[Any, Any]:
+def loaded_model(model: str, dtype: str, device: str, images: bool) -> tuple[Any, Any]:
     """(model, tokenizer or processor) of `--model`, loaded once per process."""
     key = (model, dtype, device, images)
     if key not in _LOADED:

@@ -109,6 +109,54 @@ class Forward:
     positions: torch.Tensor  # (rows,): the position of each row's next token
 
 
+@dataclass
+class Packed:
+    """A batch of rows laid out for one forward: each row's new tokens, then its branches."""
+
+    input_ids: torch.Tensor  # (rows, width)
+    positions: torch.Tensor  # (rows, width): each token's position in its own row
+    attend: torch.Tensor  # (rows, width, past + width): query q of row r sees key k
+    predictors: list[tuple[int, int, int, int]]  # row, branch, query, the token it predicts
+    spans: list[int]  # per row, its new tokens (before its branches)
+
+
+def pack(rows: Sequence[Row], past: int, pad: int) -> Packed:
+    """Lay out `rows` (each with `row.past` tokens already cached, left-padded to `past`) for
+    one forward: every branch sees its row's past and new tokens and itself, not the other
+    branches; padding sees only itself."""
+    spans = [len(row.tokens) - row.past for row in rows]
+    width = max(
+        span + sum(len(b) for b in row.branches) for row, span in zip(rows, spans, strict=True)
+    )
+    count = len(rows)
+    input_ids = torch.full((count, width), pad, dtype=torch.long)
+    positions = torch.zeros((count, width), dtype=torch.long)
+    attend = torch.zeros((count, width, past + width), dtype=torch.bool)
+    predictors: list[tuple[int, int, int, int]] = []
+    for r, (row, span) in enumerate(zip(rows, spans, strict=True)):
+        new = torch.as_tensor(row.tokens[row.past :], dtype=torch.long)
+        input_ids[r, :span] = new
+        positions[r, :span] = torch.arange(row.past, row.past + span)
+        attend[r, :, past - row.past : past] = True  # the row's own past
+        causal = torch.ones((span, span), dtype=torch.bool).tril()
+        attend[r, :span, past : past + span] = causal
+        at = span
+        for b, branch in enumerate(row.branches):
+            size = len(branch)
+            input_ids[r, at : at + size] = torch.as_tensor(list(branch), dtype=torch.long)
+            positions[r, at : at + size] = torch.arange(size) + len(row.tokens)
+            attend[r, at : at + size, past : past + span] = True
+            own = torch.ones((size, size), dtype=torch.bool).tril()
+            attend[r, at : at + size, past + at : past + at + size] = own
+            for j, token in enumerate(branch):
+                predictors.append((r, b, span - 1 if j == 0 else at + j - 1, int(token)))
+            at += size
+        # Padding queries see themselves, so that no row of the mask is empty.
+        for q in range(at, width):
+            attend[r, q, past + q] = True
+    return Packed(input_ids, positions, attend, predictors, spans)
+
+
 class Engine:
     """A causal language model and its tokenizer, run over rows that share stored prefixes."""
 
@@ -154,37 +202,11 @@ class Engine:
         """Compute every row's tokens past its stored prefix (found by `_groups`), and its
         branches, in one call of the model."""
         past = max(row.past for row in rows)
-        spans = [len(row.tokens) - row.past for row in rows]
-        width = max(
-            span + sum(len(b) for b in row.branches) for row, span in zip(rows, spans, strict=True)
-        )
-        count = len(rows)
-        input_ids = torch.full((count, width), self.pad, dtype=torch.long)
-        positions = torch.zeros((count, width), dtype=torch.long)
-        # attend[r, q, k]: query q of row r sees key k of the (past + width) sequence.
-        attend = torch.zeros((count, width, past + width), dtype=torch.bool)
-        predictors: list[tuple[int, int, int, int]] = []  # row, branch, query, token
-        for r, (row, span) in enumerate(zip(rows, spans, strict=True)):
-            new = torch.as_tensor(row.tokens[row.past :], dtype=torch.long)
-            input_ids[r, :span] = new
-            positions[r, :span] = torch.arange(row.past, row.past + span)
-            attend[r, :, past - row.past : past] = True  # the row's own past
-            causal = torch.ones((span, span), dtype=torch.bool).tril()
-            attend[r, :span, past : past + span] = causal
-            at = span
-            for b, branch in enumerate(row.branches):
-                size = len(branch)
-                input_ids[r, at : at + size] = torch.as_tensor(list(branch), dtype=torch.long)
-                positions[r, at : at + size] = torch.arange(size) + len(row.tokens)
-                attend[r, at : at + size, past : past + span] = True
-                own = torch.ones((size, size), dtype=torch.bool).tril()
-                attend[r, at : at + size, past + at : past + at + size] = own
-                for j, token in enumerate(branch):
-                    predictors.append((r, b, span - 1 if j == 0 else at + j - 1, int(token)))
-                at += size
-            # Padding queries see themselves, so that no row of the mask is empty.
-            for q in range(at, width):
-                attend[r, q, past + q] = True
+        packed = pack(rows, past, self.pad)
+        spans, count = packed.spans, len(rows)
+        input_ids, positions, attend, predictors = (
+            packed.input_ids, packed.positions, packed.attend, packed.predictors
+        )  # fmt: skip
         cache = self._padded_cache(rows, past)
         hidden = self.model.base_model(
             input_ids=input_ids,
