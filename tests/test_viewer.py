@@ -51,7 +51,7 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def browser(dining_run, matrix_run, craft_run):
+def browser(dining_run, matrix_run, craft_run, stepped_down_run):
     # The runs come first: Playwright's sync API holds an event loop in this thread while the
     # browser is open, and the LLM runner starts one of its own.
     executable = _chromium()
@@ -326,6 +326,44 @@ def test_the_craft_map_has_a_legend_of_seat_colours(craft_run, dining_run, brows
     # Dining tells seats apart by their place at the table, not by colour: no legend.
     page, problems = _open(browser, (dining_run / "view" / "episode-0000.html").as_uri())
     assert page.locator("#legend").count() == 0 and page.locator(".swatch").count() == 0
+    assert problems == []
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def stepped_down_run(tmp_path_factory):
+    """Dining, constrained, against a server that refuses every constraint: the client steps
+    down to free text during the first step, and the later turns are asked in free text."""
+    run = tmp_path_factory.mktemp("stepped_down_run")
+    refusing = ("guided_choice", "response_format")
+    with ChatServer(dining_resource_ordering, unsupported=refusing) as server:
+        main(
+            ["eval-llm", "--env", "dining", "--base-url", server.base_url, "--model", "scripted",
+             "--episodes", "1", "--max-steps", "3", "--num-agents", "3", "--out", str(run),
+             "--no-progress", "--constrained"]
+        )  # fmt: skip
+    main(["view", str(run), "--no-progress"])
+    return run
+
+
+def test_a_run_stepped_down_to_free_text_shows_both_system_prompts(
+    stepped_down_run, dining_run, browser
+):
+    header = next(read_records(stepped_down_run / "transcript.jsonl"))
+    page, problems = _open(browser, (stepped_down_run / "view" / "episode-0000.html").as_uri())
+    prompts = page.locator("details.system")
+    assert prompts.count() == 2
+    prompts.locator("summary").last.click()
+    assert page.locator("#free-system pre").inner_text() == header["free_system_prompt"]
+    # The first step was asked with the constrained prompt, the next ones with the free one.
+    assert page.locator(".badge.free").count() == 0
+    page.locator("#slider").fill("1")
+    assert page.locator(".badge.free").count() == 3
+    assert problems == []
+    page.close()
+    # A free-text run has the one prompt.
+    page, problems = _open(browser, (dining_run / "view" / "episode-0000.html").as_uri())
+    assert page.locator("details.system").count() == 1 and page.locator(".badge.free").count() == 0
     assert problems == []
     page.close()
 

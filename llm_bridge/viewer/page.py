@@ -94,6 +94,7 @@ def _turn(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
         "tokens": [record.get("prompt_tokens", 0), record.get("completion_tokens", 0)],
         "latency_s": record.get("latency_s", 0.0),
         "attempts": record.get("attempts", 1),
+        "free_prompt": record.get("system") == "free",
     }
 
 
@@ -153,6 +154,8 @@ def episode_data(
         "seats": seats,
         "action_names": list(action_names),
         "system_prompt": strings(records.header.get("system_prompt") or ""),
+        # A constrained run's free-text prompt, sent once its server stepped down.
+        "free_system_prompt": strings(records.header.get("free_system_prompt")),
         "frame_kind": "image" if images else "text",
         "frames": frames,
         "steps": steps,

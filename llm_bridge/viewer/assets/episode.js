@@ -49,7 +49,10 @@
       others.length ? el("details", { class: "metrics" }, el("summary", {}, "all metrics"),
         el("p", { class: "scores" }, others.map(score).join(" \u00b7 "))) : null,
       el("details", { class: "system" }, el("summary", {}, "system prompt"),
-        el("pre", {}, text(data.system_prompt)))));
+        el("pre", {}, text(data.system_prompt))),
+      data.free_system_prompt === null ? null : el("details", { class: "system", id: "free-system" },
+        el("summary", {}, "system prompt after a step down to free text (turns marked \"free prompt\")"),
+        el("pre", {}, text(data.free_system_prompt)))));
 
   const slider = el("input", { type: "range", id: "slider", min: 0, max: last, value: 0,
     "aria-label": "step" });
@@ -126,6 +129,7 @@
         turn.failed ? "PARSE FAILED: no action in the reply, the no-op was played" : `parsed (${turn.parse})`));
       if (turn.cut_off) line.append(" ", el("span", { class: "badge bad cut" }, "CUT OFF at the token budget"));
       if (turn.error) line.append(" ", el("span", { class: "badge bad" }, "REQUEST FAILED"));
+      if (turn.free_prompt) line.append(" ", el("span", { class: "badge free" }, "free prompt"));
     }
     line.append(" \u00b7 reward ", el("b", { class: "reward" }, format(step.rewards[seat])));
     box.append(line);
