@@ -60,12 +60,11 @@ def _training(config: DemoConfig, run_dir: Path):
 
 def demo(config: DemoConfig) -> None:
     """A few-minute tour of alemlite; prints where every result went."""
+    from alemlite_app.bench import PoliciesConfig, ThroughputConfig
+    from alemlite_app.bench import policies as evaluate_policies
+    from alemlite_app.bench import throughput as bench_throughput
     from alemlite_app.render import RenderConfig, render
     from baselines.train import main as train
-    from benchmarks.bench.policies import PoliciesConfig
-    from benchmarks.bench.policies import run as evaluate_policies
-    from benchmarks.bench.throughput import ThroughputConfig
-    from benchmarks.bench.throughput import run as bench_throughput
 
     run_dir = config.out / f"ippo-{config.env}"
     training = _training(config, run_dir)  # checked now, not after the first parts

@@ -1,4 +1,4 @@
-"""Craft throughput, the published preset of the throughput engine (`benchmarks/bench/
+"""Craft throughput, the published preset of the throughput engine (`benchmarks/engine/
 throughput.py`): steps per second over batch sizes with auto-reset from a pool of worlds,
 `craftax` Classic symbolic and `alem-env` timed beside alemlite where their virtual
 environments are given (ratios at 64 environments, the median of 3 rounds, and at each side's
@@ -19,7 +19,7 @@ from typing import Any
 import tyro
 
 import alemlite
-from benchmarks.bench.throughput import UNIFORM_POLICIES, Subject, ThroughputOptions, run_one
+from benchmarks.engine.throughput import UNIFORM_POLICIES, Subject, ThroughputOptions, run_one
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import tyro
 import alemlite
 from alemlite.core.errors import require_at_least
 from alemlite.stats import summarise
-from benchmarks.bench.policies import policy_episodes
+from benchmarks.engine.policies import policy_episodes
 from benchmarks.harness import ResultsFolder, format_interval, write_results
 
 DINING = alemlite.spec("dining")

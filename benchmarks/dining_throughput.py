@@ -1,4 +1,4 @@
-"""Dining throughput, the published preset of the throughput engine (`benchmarks/bench/
+"""Dining throughput, the published preset of the throughput engine (`benchmarks/engine/
 throughput.py`): philosopher steps per second over batch sizes at each table size, beside the
 plain-Python engine of the same rules (`benchmarks/reference/dining.py`, also the tests'
 oracle) timed in the same run. Writes `dining_throughput_<platform>.json` and a plot beside it.
@@ -17,7 +17,7 @@ from typing import Any
 import tyro
 
 import alemlite
-from benchmarks.bench.throughput import (
+from benchmarks.engine.throughput import (
     UNIFORM_POLICIES,
     Subject,
     ThroughputOptions,

@@ -22,7 +22,7 @@ import alemlite
 from alemlite.core.errors import require_at_least
 from alemlite.core.prompting import PromptOptions
 from alemlite.core.spec import EnvOptions
-from benchmarks.bench.prompts import measure, print_result
+from benchmarks.engine.prompts import measure, print_result
 from benchmarks.harness import ResultsFolder, write_results
 
 # Each environment's options, as flags under its name (--dining.num-agents, --craft.map-size).

@@ -3,7 +3,7 @@
 The published runs' command line (`alemlite bench training --env NAME` is the same benchmark
 for any environment, with the environment's own option names): for each batch size, times
 the environment alone and one whole update of each algorithm, and reports their ratio
-(`benchmarks/bench/training.py`). Writes `benchmarks/results/training_speed_<env>_<platform>.json`
+(`benchmarks/engine/training.py`). Writes `benchmarks/results/training_speed_<env>_<platform>.json`
 and a plot.
 
     python -m benchmarks.training_speed --env dining --num-agents 5
@@ -11,7 +11,7 @@ and a plot.
         --network.hidden-size 32 --log2-envs 4 6 8
 
 Two or more Craft observation encodings (`--obs-encodings dense symbolic`) are timed in one
-run, in alternation (`bench/training.py: measure_variants`), with the observation's cost
+run, in alternation (`engine/training.py: measure_variants`), with the observation's cost
 beside them (unused, summed on device, copied to the host step by step), into
 `training_speed_craft_obs_encodings_<platform>.json`. Every update figure carries the
 projected hours for one billion agent steps.
@@ -27,7 +27,7 @@ import tyro
 import alemlite
 from alemlite.core.spec import EnvOptions
 from baselines.common.config import NetworkConfig
-from benchmarks.bench import training
+from benchmarks.engine import training
 from benchmarks.harness import ResultsFolder, write_results
 
 

@@ -16,9 +16,12 @@ import pytest
 import tyro
 
 import alemlite
-from benchmarks.bench import policies, prompts, throughput, training
+from alemlite_app import bench
 from benchmarks.dining_throughput import DiningBenchConfig, run
+from benchmarks.engine.policies import policy_episodes
+from benchmarks.engine.training import TrainingSpeedConfig
 from benchmarks.harness import RESULTS_DIR, hash_actions
+from benchmarks.peers.table import PEERS
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = jax.devices()[0].platform
@@ -35,7 +38,7 @@ MAIN_CONFIGS = {
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",
-    "gpu_suite": "benchmarks.bench.gpu:GpuSuiteConfig",
+    "gpu_suite": "benchmarks.engine.gpu:GpuSuiteConfig",
     "coordination_study": "benchmarks.study.config:StudyConfig",
     "llm_backend_speed": "benchmarks.llm_backend_speed:BackendSpeedConfig",
     "llm_backend_agreement": "benchmarks.llm_backend_agreement:BackendAgreementConfig",
@@ -97,11 +100,11 @@ def test_dining_benchmark_times_the_python_engine_without_the_tests_folder(tmp_p
 
 @pytest.mark.parametrize("env", alemlite.registered_environments())
 def test_bench_sweeps_any_environment_and_times_its_in_process_peers(env, tmp_path):
-    config = throughput.ThroughputConfig(
+    config = bench.ThroughputConfig(
         env=env, options=small(env), min_log2_envs=1, max_log2_envs=1, steps_per_call=3,
         repeats=1, pool_size=2, peer_envs=(2,), peer_steps=20, out=tmp_path,
     )  # fmt: skip
-    throughput.run(config)
+    bench.throughput(config)
     result = json.loads((tmp_path / f"throughput_{env}_{PLATFORM}.json").read_text())
     points = [(row["num_envs"], row["policy"]) for row in result["sweep"]]
     assert points == [(2, "hashed"), (2, "legal_random")]
@@ -113,7 +116,7 @@ def test_bench_sweeps_any_environment_and_times_its_in_process_peers(env, tmp_pa
     assert result["state_bytes_per_env"] > 0 and result["options"] == config.options.__dict__
     # Only the in-process peers run without being pointed at a virtual environment, each
     # after alemlite is timed beside it.
-    in_process = [peer.name for peer in throughput.PEERS.get(env, ()) if not peer.setup]
+    in_process = [peer.name for peer in PEERS.get(env, ()) if not peer.setup]
     assert [row["peer"] for row in result["peers"]] == [
         name for peer in in_process for name in ("alemlite", peer)
     ]
@@ -124,10 +127,10 @@ def test_bench_sweeps_any_environment_and_times_its_in_process_peers(env, tmp_pa
 
 def test_a_peer_needs_its_interpreter_and_an_environment_that_has_it():
     with pytest.raises(alemlite.core.ConfigError, match="peers='craftax'"):
-        throughput.ThroughputConfig(env="craft", peers=("craftax",))
+        bench.ThroughputConfig(env="craft", peers=("craftax",))
     with pytest.raises(alemlite.core.ConfigError, match="those: \\(none\\)"):
-        throughput.ThroughputConfig(env="dining", peers=("craftax=/usr/bin/python",))
-    config = throughput.ThroughputConfig(env="craft", peers=("alem=/tmp/peer-alem/bin/python",))
+        bench.ThroughputConfig(env="dining", peers=("craftax=/usr/bin/python",))
+    config = bench.ThroughputConfig(env="craft", peers=("alem=/tmp/peer-alem/bin/python",))
     assert config.peer_pythons() == {"alem": Path("/tmp/peer-alem/bin/python")}
 
 
@@ -136,10 +139,10 @@ def test_bench_policies_tables_scripted_policies_of_any_environment(env, tmp_pat
     env_spec = alemlite.spec(env)
     # Two policies (every one compiles its own program): the default team and another.
     chosen = (env_spec.default_policy, min(set(env_spec.policies) - {env_spec.default_policy}))
-    config = policies.PoliciesConfig(
+    config = bench.PoliciesConfig(
         env=env, options=small(env), policies=chosen, episodes=3, out=tmp_path
     )
-    policies.run(config)
+    bench.policies(config)
     result = json.loads((tmp_path / f"reference_policies_{env}_{PLATFORM}.json").read_text())
     assert set(result["policies"]) == set(chosen)
     assert result["metrics"] == ["episode_return", *env_spec.metrics]
@@ -151,8 +154,8 @@ def test_bench_policies_tables_scripted_policies_of_any_environment(env, tmp_pat
 
 def test_bench_policies_plays_every_policy_unless_told(tmp_path):
     options = small("dining")
-    config = policies.PoliciesConfig(env="dining", options=options, episodes=2, out=tmp_path)
-    assert set(policies.run(config)["policies"]) == set(alemlite.spec("dining").policies)
+    config = bench.PoliciesConfig(env="dining", options=options, episodes=2, out=tmp_path)
+    assert set(bench.policies(config)["policies"]) == set(alemlite.spec("dining").policies)
 
 
 def test_bench_policies_plays_the_seed_protocol_of_alemlite_eval():
@@ -160,7 +163,7 @@ def test_bench_policies_plays_the_seed_protocol_of_alemlite_eval():
     from alemlite.evaluation import evaluate
 
     options = small("dining")
-    ours = policies.policy_episodes(alemlite.spec("dining"), options, "backoff", 5, 7)
+    ours = policy_episodes(alemlite.spec("dining"), options, "backoff", 5, 7)
     env = alemlite.spec("dining").build(options)
     theirs = evaluate(env, alemlite.spec("dining").policy("backoff", env), env.default_params, 5, 7)
     np.testing.assert_array_equal(ours["episode_return"], theirs["episode_return"])
@@ -168,26 +171,26 @@ def test_bench_policies_plays_the_seed_protocol_of_alemlite_eval():
 
 def test_bench_policies_refuses_a_policy_the_environment_lacks():
     with pytest.raises(alemlite.core.ConfigError, match="policies='team' is not a dining policy"):
-        policies.PoliciesConfig(env="dining", policies=("team",))
+        bench.PoliciesConfig(env="dining", policies=("team",))
 
 
 @pytest.mark.parametrize(
     "env", [name for name in alemlite.registered_environments() if alemlite.spec(name).prompts]
 )
 def test_bench_prompts_times_any_environments_prompt_builder(env, tmp_path):
-    config = prompts.PromptsConfig(env=env, options=small(env), num_envs=2, repeats=1, out=tmp_path)
-    prompts.run(config)
+    config = bench.PromptsConfig(env=env, options=small(env), num_envs=2, repeats=1, out=tmp_path)
+    bench.prompts(config)
     result = json.loads((tmp_path / f"prompt_throughput_{env}_{PLATFORM}.json").read_text())
     (row,) = result["results"]
     assert row["prompts_per_batch"] == 2 * row["agents_per_env"] and row["mean_prompt_chars"] > 0
 
 
 def test_bench_training_times_an_update_against_the_environment_alone(tmp_path):
-    config = training.TrainingSpeedConfig(
+    config = TrainingSpeedConfig(
         env="dining", options=small("dining"), algorithms=("ippo",), log2_envs=(2,),
         num_steps=4, repeats=1, out=tmp_path,
     )  # fmt: skip
-    training.run(config)
+    bench.training(config)
     result = json.loads((tmp_path / f"training_speed_dining_{PLATFORM}.json").read_text())
     (point,) = result["points"]
     assert point["num_envs"] == 4 and point["agent_steps_per_call"] == 4 * 4 * 3

@@ -13,7 +13,7 @@ import pytest
 import alemlite
 from alemlite.core.errors import ConfigError
 from alemlite_app.cli import main
-from benchmarks.bench import gpu
+from benchmarks.engine import gpu
 from benchmarks.harness import RESULTS_DIR
 
 TINY = gpu.SCALES["tiny"]

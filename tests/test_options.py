@@ -14,8 +14,8 @@ import tyro
 import alemlite
 from alemlite.core import registry
 from alemlite.core.spec import SHARED_OPTIONS, EnvOptions
+from alemlite_app.bench import PoliciesConfig
 from alemlite_app.cli import COMMANDS, Flag, _load, command_flags, with_env_options
-from benchmarks.bench.policies import PoliciesConfig
 from tests.test_benchmarks import MAIN_CONFIGS
 
 # Old spellings of shared concepts: --num-agents and --out replaced them everywhere.

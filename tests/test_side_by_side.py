@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from alemlite.core.errors import ConfigError
-from benchmarks.bench.side_by_side import median_round, ratios, side_by_side
 from benchmarks.craft_throughput import CraftBenchConfig
+from benchmarks.engine.side_by_side import median_round, ratios, side_by_side
 from benchmarks.peers.table import Peer
 
 # Stand-in env steps/s by batch: one peer that stops improving past 128 envs, one that

@@ -1,57 +1,27 @@
-"""`alemlite bench prompts --env NAME`: prompts per second serialised from a batch.
+"""Prompts per second serialised from a batch (`alemlite bench prompts --env NAME` in
+`alemlite_app/bench.py`, and `benchmarks/prompt_throughput.py`).
 
 A batch is played a few steps with a uniform-random policy so that states and messages
 vary; then, per repetition, the batched state (with the action masks) is copied to the
 host once (`jax.device_get`) and every agent's observation text is built by the
-environment's prompt builder (its spec's `prompts`, with its default prompt switches). The
+environment's prompt builder (its spec's `prompts`) with the given prompt switches. The
 figure counts both the transfer and the text building, as the LLM runner does each step.
-Writes `prompt_throughput_<env>_<platform>.json`.
-
-    alemlite bench prompts --env craft --num-envs 256
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import alemlite
 from alemlite.core.environment import Environment
-from alemlite.core.errors import require, require_at_least
 from alemlite.core.prompting import PromptBuilder, PromptOptions
-from alemlite.core.registry import DEFAULT_ENV, resolve_options
-from alemlite.core.spec import EnvOptions
-from benchmarks.harness import ResultsFolder, write_results
 
 # Half the agents carry this last message (the published figures used it).
 MESSAGE = "I will wait for you to eat first, then take the fork on my left."
-
-
-@dataclass(frozen=True)
-class PromptsConfig(ResultsFolder):
-    """Measure prompts per second serialised from a batch of environments (JSON)."""
-
-    env: str = DEFAULT_ENV
-    """the environment (alemlite.registered_environments())"""
-    options: EnvOptions | None = None
-    """the environment's options; `--env NAME --help` lists them"""
-    num_envs: int = 256
-    """environments in the batch"""
-    repeats: int = 10
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", resolve_options(self.env, self.options))
-        require_at_least(1, num_envs=self.num_envs, repeats=self.repeats)
-        require(
-            alemlite.spec(self.env).prompts is not None,
-            f"env={self.env!r} has no prompt builder (models cannot play it); choose another",
-        )
 
 
 def played_batch(env: Environment, num_envs: int, warm_steps: int):
@@ -109,23 +79,3 @@ def print_result(result: dict[str, Any]) -> None:
         f"{result['env']}: {result['prompts_per_s_median']:,.0f} prompts/s (median of "
         f"{result['repeats']}; {result['prompts_per_batch']} prompts per batch)"
     )
-
-
-def run(config: PromptsConfig) -> dict[str, Any]:
-    """Time the environment's batched prompt builder, transfer included."""
-    out, provenance = config.begin(f"prompt_throughput_{config.env}")
-    env_spec = alemlite.spec(config.env)
-    env = env_spec.build(config.options)
-    prompts = env_spec.prompt_defaults
-    result = measure(env, env_spec.prompts(env), prompts, config.num_envs, config.repeats)
-    payload = {
-        "env": config.env,
-        "options": dataclasses.asdict(config.options),
-        "prompt_options": dataclasses.asdict(prompts),
-        "config": {**dataclasses.asdict(config), "out": str(out)},
-        "results": [result],
-    }
-    path = write_results(f"prompt_throughput_{config.env}", payload, out, provenance)
-    print_result(result)
-    print(f"wrote {path}")
-    return payload

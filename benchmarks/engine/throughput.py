@@ -1,5 +1,5 @@
-"""The throughput engine, and `alemlite bench --env NAME`: environment and agent steps per
-second over batch sizes, with the environment's peers timed beside it.
+"""The throughput engine: environment and agent steps per second over batch sizes, with the
+environment's peers timed beside it.
 
 Times `VecEnv` with auto-reset (from a pool of pre-generated start states where the spec
 says resets are expensive) at num_envs = 2**min .. 2**max, driven by hashed actions of
@@ -10,11 +10,9 @@ says resets are expensive) at num_envs = 2**min .. 2**max, driven by hashed acti
 - `compile_runs` fresh compiles (no compilation cache) of the program timed at `ratio_envs`;
 - `step` alone (no reset) at each of `map_size_check`, to show that its cost ignores the map.
 
-Every command of the engine writes the sections of `measure` and draws `plot`; the published
-benchmarks (`benchmarks/dining_throughput.py`, `benchmarks/craft_throughput.py`) are presets.
-
-    alemlite bench --env dining --num-agents 10 --max-log2-envs 10
-    alemlite bench --env craft --peers craftax=/tmp/peer-craftax/bin/python
+Every command of the engine writes the sections of `measure` and draws `plot`: `alemlite
+bench --env NAME` (`alemlite_app/bench.py`) and the published benchmarks
+(`benchmarks/dining_throughput.py`, `benchmarks/craft_throughput.py`), which are presets.
 """
 
 from __future__ import annotations
@@ -35,9 +33,8 @@ from tqdm import tqdm
 import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require, require_at_least
-from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions
-from benchmarks.bench.side_by_side import ratios, side_by_side
+from benchmarks.engine.side_by_side import ratios, side_by_side
 from benchmarks.harness import (
     ResultsFolder,
     hash_actions,
@@ -406,46 +403,3 @@ def plot(
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
-
-
-@dataclass(frozen=True)
-class ThroughputConfig(ThroughputOptions):
-    """Measure an environment's steps per second over batch sizes (JSON and plot)."""
-
-    env: str = DEFAULT_ENV
-    """the environment (alemlite.registered_environments())"""
-    options: EnvOptions | None = None
-    """the environment's options; `--env NAME --help` lists them"""
-    peers: tuple[str, ...] = ()
-    """peers in their own virtual environments, NAME=PYTHON (benchmarks/peers/table.py);
-    peers that run in this process are always timed"""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", resolve_options(self.env, self.options))
-        known = {peer.name: peer for peer in PEERS.get(self.env, ())}
-        for entry in self.peers:
-            name, _, python = entry.partition("=")
-            require(
-                name in known and bool(known[name].setup) and bool(python),
-                f"peers={entry!r}: give NAME=PYTHON for a peer of {self.env} that runs in its "
-                "own virtual environment; those: "
-                + (", ".join(n for n, p in known.items() if p.setup) or "(none)"),
-            )
-        super().__post_init__()
-
-    def peer_pythons(self) -> dict[str, Path]:
-        return {name: Path(python) for name, _, python in (e.partition("=") for e in self.peers)}
-
-    def subjects(self) -> dict[str, Subject]:
-        return {"alemlite": Subject(self.env, self.options, LEGAL_POLICIES, self.peer_pythons())}
-
-
-def run(config: ThroughputConfig) -> dict[str, Any]:
-    """Sweep the environment's throughput over batch sizes; time its peers beside it."""
-    env = alemlite.spec(config.env).build(config.options)
-    head = {
-        "env": config.env,
-        "options": dataclasses.asdict(config.options),
-        "num_agents": env.num_agents,
-    }
-    return run_one(f"throughput_{config.env}", config, head)

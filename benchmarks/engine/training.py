@@ -1,13 +1,11 @@
-"""`alemlite bench training --env NAME`: agent steps per second of whole updates against the
-environment alone.
+"""Agent steps per second of whole updates against the environment alone (`alemlite bench
+training --env NAME` in `alemlite_app/bench.py`, and `benchmarks/training_speed.py`).
 
 For each batch size, times (a) the environment alone, `num_steps` auto-reset steps of
 `VecEnv(LogWrapper(env))` (with the same start-state pool as training) driven by hashed
 actions, and (b) one whole update of each algorithm (the same rollout through the
 networks, GAE, and every epoch and minibatch of PPO), both compiled ahead of time, and
-reports their ratio. Writes `training_speed_<env>_<platform>.json` and a plot.
-
-    alemlite bench training --env craft --num-agents 3 --map-size 32 --log2-envs 4 6 8
+reports their ratio (`measure`), with its plot (`plot`).
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions
 from baselines.common.config import NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
-from benchmarks.harness import ResultsFolder, time_compiled, vec_rollout, write_results
+from benchmarks.harness import ResultsFolder, time_compiled, vec_rollout
 from benchmarks.peers.protocol import hash_actions
 
 BILLION = 1e9
@@ -332,14 +330,3 @@ def plot_variants(result: dict[str, Any], algorithms: tuple[str, ...], path: Pat
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
-
-
-def run(config: TrainingSpeedConfig) -> dict[str, Any]:
-    """Time whole updates against the environment alone; write the JSON and the plot."""
-    name = f"training_speed_{config.env}"
-    out, provenance = config.begin(name)
-    result = measure(config)
-    path = write_results(name, result, out, provenance)
-    plot(result, config.algorithms, path.with_suffix(".png"))
-    print(f"wrote {path}")
-    return result

@@ -38,8 +38,8 @@ import alemlite
 from alemlite.core.errors import require
 from alemlite.core.spec import EnvOptions
 from baselines.common.config import NetworkConfig
-from benchmarks.bench import training
-from benchmarks.bench.throughput import pool_for, state_bytes, time_batch
+from benchmarks.engine import training
+from benchmarks.engine.throughput import pool_for, state_bytes, time_batch
 from benchmarks.harness import ResultsFolder, write_results
 
 AGENT_STEPS = 1_000_000_000  # the projection's horizon
