@@ -50,6 +50,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("bench", "gpu"): "benchmarks.engine.gpu:run",
     ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
+    ("finetune",): "alemlite_app.finetune:finetune",
     ("render",): "alemlite_app.render:render",
     ("view",): "llm_bridge.viewer:view",
 }
@@ -58,6 +59,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
 # How an interrupted command continues (every command keeps what it wrote).
 RESUME = {
     ("train",): "rerun it with --resume to continue from its last checkpoint",
+    ("finetune",): "rerun it with --resume to continue from its last checkpoint",
     ("eval-llm",): "rerun the same command to continue where it stopped",
     ("study",): "rerun the same command: finished runs are reused",
     ("gap",): "rerun the same command: the model's runs resume from their transcripts",

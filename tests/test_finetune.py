@@ -134,11 +134,11 @@ def test_a_run_folder_is_not_overwritten_and_resume_checks_settings(dining, tiny
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--num-envs", "6"], "num_envs=6 must be a multiple of group.group_size=4"),
-        (["--group.group-size", "1"], "group.group_size=1 must be at least 2"),
-        (["--learning-rate", "0"], "learning_rate=0.0 must be a number > 0"),
-        (["--curriculum.values", "5", "3"], "curriculum.values=[5, 3] must increase"),
-        (["--lora.rank", "0"], "lora.rank=0 must be at least 1"),
+        (["--num-envs", "6"], "--num-envs=6 must be a multiple of --group.group-size=4"),
+        (["--group.group-size", "1"], "--group.group-size=1 must be at least 2"),
+        (["--learning-rate", "0"], "--learning-rate=0.0 must be a number > 0"),
+        (["--curriculum.values", "5", "3"], "--curriculum.values=[5, 3] must increase"),
+        (["--lora.rank", "0"], "--lora.rank=0 must be at least 1"),
     ],
 )
 def test_a_bad_value_is_one_line(flags, message):

@@ -84,6 +84,10 @@ class CurriculumConfig:
             f"curriculum.values={list(self.values)} must be whole numbers",
         )
         require(
+            all(value >= 1 for value in self.values),
+            f"curriculum.values={list(self.values)} must be team sizes of at least 1",
+        )
+        require(
             all(a < b for a, b in zip(self.values, self.values[1:], strict=False)),
             f"curriculum.values={list(self.values)} must increase (smallest first)",
         )
