@@ -149,3 +149,26 @@ def test_a_bad_value_is_one_line(flags, message):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_one_update_of_the_real_model(tmp_path):
+    """SmolLM2-135M itself through `alemlite finetune`: one GRPO update moves its adapter."""
+    from alemlite_app.cli import main
+    from llm_bridge.models import cached_file
+
+    if not cached_file("smollm2-135m").is_file():
+        pytest.skip("smollm2-135m is not fetched: run `make model` (make test does)")
+    out = tmp_path / "smollm2"
+    main([
+        "finetune", "grpo", "--env", "dining", "--num-agents", "3", "--max-steps", "2",
+        "--num-envs", "2", "--group.group-size", "2", "--num-updates", "1", "--num-epochs", "1",
+        "--eval-episodes", "1", "--test-episodes", "1", "--minibatch-turns", "8",
+        "--learning-rate", "1e-3", "--hf-threads", "1", "--no-progress", "--out", str(out),
+    ])  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "smollm2-135m" and summary["updates"] == 1
+    adapters = torch.load(out / "checkpoint" / "tensors.pt", weights_only=True)["adapters"]
+    moved = [t for name, t in adapters["policy"].items() if "lora_B" in name]
+    assert moved and all(torch.isfinite(t).all() for t in moved)
+    assert any(t.abs().max() > 0 for t in moved), "the update left every adapter at zero"
+    assert (out / "best" / "policy" / "adapter_config.json").is_file()  # peft's own format
