@@ -14,7 +14,7 @@ from alemlite.core.environment import Environment
 from alemlite.evaluation import Policy
 from baselines.common import distributed
 from baselines.common.config import TrainConfig
-from baselines.common.trainer import train
+from baselines.common.trainer import make_env, train
 
 
 def reference_policies(env_name: str, env: Environment) -> dict[str, Policy]:
@@ -29,7 +29,7 @@ def main(config: TrainConfig) -> None:
     # Before the environment is built: building some (Craft) starts JAX, after which the
     # processes can no longer join.
     distributed.initialise(config.distributed)
-    env = config.make_env()
+    env = make_env(config)
     summary = train(config, env, references=reference_policies(config.env, env))
     rows = [("final", summary["final"]), ("best", summary["best"])]
     curriculum = summary.get("curriculum", {})

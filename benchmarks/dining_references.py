@@ -30,7 +30,7 @@ from alemlite.evaluation import evaluate
 from alemlite.stats import mean_ci, welch_t_test
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
-from baselines.common.trainer import train
+from baselines.common.trainer import make_env, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.provenance import begin_run
@@ -203,7 +203,7 @@ def run(config: DiningReferencesConfig) -> dict[str, Any]:
             runs[name] = json.loads((run_dir / "summary.json").read_text())
         else:
             training = train_config(config, name, run_dir)
-            env = training.make_env()
+            env = make_env(training)
             runs[name] = train(training, env, references=reference_policies("dining", env))
         figure = f"dining-reference-{config.num_agents}-{config.reward}-{name}.png"
         shutil.copy(run_dir / "learning_curve.png", figures_dir / figure)

@@ -30,7 +30,7 @@ import alemlite
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, plot_learning_curve, to_json
-from baselines.common.trainer import evaluate_references, run_title, train
+from baselines.common.trainer import evaluate_references, make_env, run_title, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.marl_dining import FIGURES_DIR
@@ -145,7 +145,7 @@ def run(config: MarlCraftConfig) -> dict:
     figures_dir.mkdir(parents=True, exist_ok=True)
     for difficulty in config.difficulties:
         first = config.train_config(config.algorithms[0], difficulty, config.runs_dir)
-        env = first.make_env()
+        env = make_env(first)
         references_path = config.runs_dir / f"teams-craft-{difficulty}{config.label}.json"
         if config.reuse_runs and references_path.exists():
             references = json.loads(references_path.read_text())

@@ -23,7 +23,7 @@ import tyro
 import alemlite
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
-from baselines.common.trainer import train
+from baselines.common.trainer import make_env, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.provenance import begin_run
@@ -96,7 +96,7 @@ def run(config: MarlDiningConfig) -> dict:
                 ppo=config.ppo,
                 out=run_dir,
             )
-            env = train_config.make_env()
+            env = make_env(train_config)
             summary = train(train_config, env, references=reference_policies("dining", env))
             results["runs"][name] = summary
             shutil.copy(run_dir / "learning_curve.png", figures_dir / f"{name}.png")

@@ -11,7 +11,7 @@ import alemlite
 import baselines
 from alemlite.core.errors import ConfigError
 from baselines.common.config import GroupConfig, NetworkConfig, PPOConfig, TrainConfig
-from baselines.common.trainer import build_algorithm
+from baselines.common.trainer import build_algorithm, make_env
 
 # Tiny on purpose: one compile per method is the cost. Episodes (6 steps) end inside every
 # rollout (8 steps), so auto-reset, truncation bootstrapping and episode statistics all run.
@@ -36,7 +36,7 @@ SMOKE = TrainConfig(
 )
 def test_difficulty_reaches_the_environment_as_eval_craft_maps_it(difficulty, alpha, sampled):
     config = replace(SMOKE, options=replace(SMOKE.options, difficulty=difficulty))
-    params = config.make_env().default_params
+    params = make_env(config).default_params
     assert bool(params.sample_alpha) == sampled
     if alpha is not None:
         assert float(params.alpha) == pytest.approx(alpha)
@@ -65,7 +65,7 @@ def test_every_method_trains_on_craft_with_finite_losses(method, coordination):
     config = replace(
         SMOKE, algorithm=method, options=replace(SMOKE.options, coordination=coordination)
     )
-    env = config.make_env()
+    env = make_env(config)
     # Craft's resets are pooled (its spec's pooled_resets): one start state per environment.
     assert config.resolved_pool_size == config.num_envs
     algorithm = build_algorithm(config, env)

@@ -32,7 +32,7 @@ from baselines.common.curriculum import (
     restart,
     stage_values,
 )
-from baselines.common.trainer import compiled_program, train
+from baselines.common.trainer import compiled_program, make_env, train
 from baselines.grpo import GRPO
 
 
@@ -111,7 +111,7 @@ def test_command_line_and_config_json_carry_the_curriculum(tmp_path):
     )
     # The scheduled option is the largest value; the environment's shapes fit it.
     assert config.options == alemlite.spec("dining").options(num_agents=15)
-    env = config.make_env()
+    env = make_env(config)
     assert (env.config.num_philosophers, env.config.max_philosophers) == (15, 15)
     assert str(config.output_dir) == "runs/ippo-dining-5-10-15"
     config.save(tmp_path / "config.json")
@@ -152,7 +152,7 @@ CONFIG = TrainConfig(
 
 @pytest.fixture(scope="module")
 def env():
-    return CONFIG.make_env()
+    return make_env(CONFIG)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from baselines.common.agents import SharedActor, SharedCritic
 from baselines.common.checkpoints import export_policy, import_policy
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.networks import masked_categorical, observation_parts
-from baselines.common.trainer import build_algorithm
+from baselines.common.trainer import build_algorithm, make_env
 
 NUM_ENVS, NUM_AGENTS, NUM_ACTIONS = 256, 3, 5
 LEARNING_UPDATES = 12
@@ -178,7 +178,7 @@ def test_ippo_learns_craft_from_the_symbolic_observation():
         ppo=PPOConfig(learning_rate=3e-3, num_minibatches=2),
         progress=False,
     )
-    algorithm = build_algorithm(config, config.make_env())
+    algorithm = build_algorithm(config, make_env(config))
     assert algorithm.actor.network.observation_parts[0][1] > 0  # ids, embedded
     init = jax.jit(algorithm.init).lower(jax.random.PRNGKey(0))
     runner = init.compile(compiler_options=QUICK_COMPILE)(jax.random.PRNGKey(0))

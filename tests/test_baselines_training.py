@@ -20,7 +20,8 @@ from alemlite.core.errors import ConfigError
 from alemlite.evaluation import evaluate
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
-from baselines.common.trainer import train
+from baselines.common.resume import differences_that_break_resume
+from baselines.common.trainer import make_env, train
 from baselines.train import reference_policies
 from tests.baselines_toy_env import MatchingGame
 
@@ -246,7 +247,7 @@ def test_command_line_parses_into_the_typed_config(args, label, num_agents):
     config = tyro.cli(with_env_options(config_type, args), args=args)
     assert (config.algorithm, config.network.recurrent) == ("mappo", True)
     assert config.options.num_agents == num_agents
-    assert config.make_env().num_agents == num_agents
+    assert make_env(config).num_agents == num_agents
     assert str(config.output_dir) == f"runs/mappo-{label}"
     # A run's config.json reads back as the same settings.
     assert TrainConfig.from_dict(config.to_dict()).to_dict() == config.to_dict()
@@ -262,8 +263,8 @@ def test_resume_names_each_changed_setting_by_its_flag():
         num_updates=400,
         out="elsewhere",
     )
-    assert changed.differences_that_break_resume(saved) == ["max_steps", "ppo.gamma", "num_envs"]
-    assert saved.differences_that_break_resume(saved) == []
+    assert differences_that_break_resume(changed, saved) == ["max_steps", "ppo.gamma", "num_envs"]
+    assert differences_that_break_resume(saved, saved) == []
 
 
 def test_an_old_config_json_is_refused_in_one_line():
@@ -294,7 +295,7 @@ def test_every_registered_environment_trains_from_its_spec(env_name, tmp_path):
             **dict(eval_episodes=4, test_episodes=4),
         },
     )
-    env = config.make_env()
+    env = make_env(config)
     # The references are the spec's, built for this environment (evaluating them would only
     # compile the environment again: `alemlite.evaluation` and its tests cover that).
     references = reference_policies(env_name, env)

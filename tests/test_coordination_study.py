@@ -9,6 +9,7 @@ from alemlite.core.errors import ConfigError
 from alemlite.stats import hedges_g, welch_t_test
 from baselines.common.config import CurriculumConfig
 from baselines.common.reporting import to_json
+from baselines.common.trainer import make_env
 from benchmarks.study.config import SCALES, StudyConfig
 from benchmarks.study.main import run as run_study
 from benchmarks.study.plots import plot_study
@@ -317,4 +318,4 @@ def test_teamtr_gets_the_same_table_steps_in_one_update_per_seat():
     assert (ippo.eval_interval, ippo.updates_per_chunk) == (12, 6)
     assert (teamtr.eval_interval, teamtr.updates_per_chunk) == (1, 1)
     staged = train_config(budget, "ippo", 15, "shaped", "runs/x", curriculum)
-    assert staged.make_env().num_agents == 15 and staged.num_updates == 150
+    assert make_env(staged).num_agents == 15 and staged.num_updates == 150

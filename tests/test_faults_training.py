@@ -34,7 +34,7 @@ from alemlite_app.cli import main
 from baselines.common.checkpoints import DIGEST_FILE, LOCK_FILE, RunCheckpoints, run_lock
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog
-from baselines.common.trainer import train
+from baselines.common.trainer import make_env, train
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = TrainConfig(
@@ -60,7 +60,7 @@ FLAGS = [
     *("--network.hidden-size", "8", "--network.num-layers", "1"),
     *("--ppo.num-epochs", "1", "--ppo.num-minibatches", "1"),
 ]
-ENV = CONFIG.make_env()
+ENV = make_env(CONFIG)
 FIRST_CHECKPOINT = CONFIG.eval_interval
 LAST, BEFORE_LAST = CONFIG.num_updates, CONFIG.num_updates - CONFIG.eval_interval
 STOP_TIMEOUT_S = 300  # a safety net for a hung child, never a measurement

@@ -28,7 +28,8 @@ import baselines
 from alemlite.core.errors import ConfigError
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import DistributedConfig, TrainConfig
-from baselines.common.trainer import train
+from baselines.common.resume import differences_that_break_resume
+from baselines.common.trainer import program_key, train
 
 REPO = Path(__file__).resolve().parents[1]
 NUM_PROCESSES = 2
@@ -215,7 +216,7 @@ def test_only_process_zero_writes_the_run_files(runs):
         assert (two / name).exists(), name
     saved = TrainConfig.load(two / "config.json")
     assert saved.distributed.process_id == 0
-    assert saved.differences_that_break_resume(TrainConfig.load(one / "config.json")) == []
+    assert differences_that_break_resume(saved, TrainConfig.load(one / "config.json")) == []
 
 
 def test_the_distributed_flags_parse_and_bad_values_are_refused():
@@ -229,7 +230,7 @@ def test_the_distributed_flags_parse_and_bad_values_are_refused():
     )
     assert config.distributed == DistributedConfig(True, "10.0.0.1:1234", 4, 3)
     # The launch is not part of what a run trains: the compiled program ignores it.
-    assert config.program_key().to_dict() == parse_train_flags(TINY_RUN).program_key().to_dict()
+    assert program_key(config).to_dict() == program_key(parse_train_flags(TINY_RUN)).to_dict()
     # Alone, the switch leaves every value to JAX's cluster detection.
     assert parse_train_flags([*TINY_RUN, "--distributed.enabled"]).distributed == (
         DistributedConfig(enabled=True)

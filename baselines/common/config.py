@@ -2,8 +2,10 @@
 
 Static choices (network sizes, batch shapes) are hashed into the compiled update;
 a run directory keeps them as `config.json` so that `--resume` can check them.
-Plain data only: this module imports nothing from `baselines`, so every module with
-behaviour (curriculum, group methods, algorithms, networks) can import it.
+Data and its validation only (it reads the environments' specs, builds nothing): building
+the environment, the compiled program's key and the resume checks are the trainer's
+(`trainer.py`, `resume.py`). This module imports nothing from `baselines`, so every
+module with behaviour (curriculum, group methods, algorithms, networks) can import it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any, Literal
 
 import tyro
 
-from alemlite.core.environment import Environment
 from alemlite.core.errors import require
 from alemlite.core.registry import DEFAULT_ENV, resolve_options, spec
 from alemlite.core.spec import EnvOptions
@@ -359,14 +360,6 @@ class TrainConfig:
             return self.pool_size
         return self.num_envs if spec(self.env).pooled_resets else 0
 
-    def make_env(self) -> Environment:
-        """The environment the run trains on; a curriculum's fits its largest value."""
-        env_spec = spec(self.env)
-        if not self.curriculum.enabled:
-            return env_spec.build(self.options)
-        largest = max(self.curriculum.values)
-        return env_spec.make(**env_spec.curriculum.make_kwargs(self.options, largest))
-
     # ---- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)  # the options as a dict of their fields
@@ -407,59 +400,6 @@ class TrainConfig:
     @classmethod
     def load(cls, path: Path) -> TrainConfig:
         return cls.from_dict(json.loads(path.read_text()))
-
-    def program_key(self) -> TrainConfig:
-        """This config with every field that leaves the compiled functions unchanged reset."""
-        defaults = TrainConfig()
-        return dataclasses.replace(
-            self,
-            seed=0,
-            num_updates=self.num_updates
-            if self.ppo.anneal_learning_rate
-            else self.updates_per_chunk,
-            eval_interval=self.updates_per_chunk,
-            validation_seed=defaults.validation_seed,
-            test_seed=defaults.test_seed,
-            test_episodes=defaults.test_episodes,
-            out=defaults.out,
-            resume=False,
-            progress=False,
-            distributed=DistributedConfig(),
-        )
-
-    def differences_that_break_resume(self, saved: TrainConfig) -> list[str]:
-        """Settings that differ from `saved` other than those a resume may change, by the
-        names of their flags (`ppo.gamma`; an environment's options without a prefix)."""
-        may_change = {
-            "num_updates",
-            "resume",
-            "progress",
-            "out",
-            "test_episodes",
-            # how the processes are launched, not what they train
-            *(f"distributed.{f.name}" for f in dataclasses.fields(DistributedConfig)),
-        }
-        mine, theirs = _settings(self.to_dict()), _settings(saved.to_dict())
-        names = list(mine) + [name for name in theirs if name not in mine]
-        return [
-            name
-            for name in names
-            if name not in may_change and mine.get(name, _MISSING) != theirs.get(name, _MISSING)
-        ]
-
-
-_MISSING = object()
-
-
-def _settings(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested settings flattened under their flags' names (`ppo.gamma`; options unprefixed)."""
-    flat = {}
-    for name, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_settings(value, "" if name == "options" else f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = value
-    return flat
 
 
 def options_from_dict(env: str, values: dict[str, Any]) -> EnvOptions:

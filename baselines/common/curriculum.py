@@ -4,7 +4,7 @@
 raises the option an environment's spec schedules (`EnvSpec.curriculum`; dining: the table
 size) stage by stage, inside one compiled program.
 
-The environment is built once for the largest value (`TrainConfig.make_env`); every
+The environment is built once for the largest value (`trainer.make_env`); every
 environment of the training batch carries its own value in its dynamic params (the
 runner's `env_params`), so moving to the next value swaps an array and restarts the
 episodes, and the compiled update is reused. At stage `s` most environments play

@@ -28,12 +28,13 @@ from tqdm.auto import tqdm
 
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
+from alemlite.core.registry import spec
 from alemlite.evaluation import Policy, evaluate
 from alemlite.outputs import is_write_failure, writable_folder, write_failure
 from baselines.common import distributed
 from baselines.common.algorithm import Algorithm, Runner
 from baselines.common.checkpoints import RunCheckpoints, env_record, export_policy, run_lock
-from baselines.common.config import ALGORITHMS, TrainConfig
+from baselines.common.config import ALGORITHMS, DistributedConfig, TrainConfig
 from baselines.common.curriculum import Schedule, make_schedule
 from baselines.common.evaluation import SeedEvaluator
 from baselines.common.networks import observation_parts
@@ -44,6 +45,7 @@ from baselines.common.reporting import (
     to_json,
     train_records,
 )
+from baselines.common.resume import check_resumable
 
 
 @struct.dataclass
@@ -53,6 +55,15 @@ class BestActors:
     actor_params: Any  # leaves (S, ...)
     validation_return: jax.Array  # (S,)
     update: jax.Array  # (S,) int32, -1 before the first checkpoint
+
+
+def make_env(config: TrainConfig) -> Environment:
+    """The environment the run trains on; a curriculum's fits its largest value."""
+    env_spec = spec(config.env)
+    if not config.curriculum.enabled:
+        return env_spec.build(config.options)
+    largest = max(config.curriculum.values)
+    return env_spec.make(**env_spec.curriculum.make_kwargs(config.options, largest))
 
 
 def build_algorithm(config: TrainConfig, env: Environment) -> Algorithm:
@@ -95,9 +106,29 @@ class CompiledProgram:
 _PROGRAMS: dict[Any, CompiledProgram] = {}
 
 
+def program_key(config: TrainConfig) -> TrainConfig:
+    """`config` with every field that leaves the compiled functions unchanged reset."""
+    defaults = TrainConfig()
+    return dataclasses.replace(
+        config,
+        seed=0,
+        num_updates=config.num_updates
+        if config.ppo.anneal_learning_rate
+        else config.updates_per_chunk,
+        eval_interval=config.updates_per_chunk,
+        validation_seed=defaults.validation_seed,
+        test_seed=defaults.test_seed,
+        test_episodes=defaults.test_episodes,
+        out=defaults.out,
+        resume=False,
+        progress=False,
+        distributed=DistributedConfig(),
+    )
+
+
 def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
     """Build (or reuse, within this process) the compiled functions for `config` on `env`."""
-    cache_key = (config.program_key(), env)
+    cache_key = (program_key(config), env)
     try:
         return _PROGRAMS[cache_key]
     except KeyError:
@@ -172,7 +203,7 @@ def train(
     locked while the run trains (`run_lock`): a second run into it is refused.
     """
     distributed.initialise(config.distributed)
-    env = env or config.make_env()
+    env = env or make_env(config)
     run_dir = writable_folder(config.output_dir)  # before anything compiles
     lock = run_lock(run_dir) if jax.process_index() == 0 else contextlib.nullcontext()
     with lock:
@@ -195,7 +226,7 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     checkpoints = RunCheckpoints(run_dir / "checkpoints")
     log = MetricsLog(run_dir / "metrics.jsonl")
     if config.resume:
-        update = _check_resumable(config, run_dir, checkpoints)
+        update = check_resumable(config, run_dir, checkpoints)
     else:
         update = 0
         require(
@@ -323,30 +354,6 @@ def _write_replacing(path: Path, write: Callable[[Path], None]) -> None:
     partial = path.with_name(f".{path.name}.partial")
     write(partial)
     partial.replace(path)
-
-
-def _check_resumable(config: TrainConfig, run_dir: Path, checkpoints: RunCheckpoints) -> int:
-    """The update the run resumes from; refuses settings or a target that do not continue it."""
-    config_path = run_dir / "config.json"
-    require(config_path.exists(), f"--resume needs {config_path}; start the run without --resume")
-    differences = config.differences_that_break_resume(TrainConfig.load(config_path))
-    require(
-        not differences,
-        f"--resume with changed settings {differences}; only num_updates may change",
-    )
-    done = checkpoints.newest_whole()
-    require(
-        done is not None,
-        f"--resume found no checkpoint in {checkpoints.directory}: the run stopped before its "
-        f"first one (update {min(config.eval_interval, config.num_updates)}); start it again "
-        "without --resume",
-    )
-    require(
-        config.num_updates >= done,
-        f"num_updates={config.num_updates} is below the {done} updates this run has already "
-        f"done; pass --num-updates {done} or more (a resume continues a run, it cannot rewind it)",
-    )
-    return done
 
 
 def _keep_best(best: BestActors, actor_params, validation_return: np.ndarray, update: int):

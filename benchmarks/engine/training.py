@@ -29,7 +29,7 @@ from alemlite.core.errors import require_at_least
 from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions
 from baselines.common.config import NetworkConfig, TrainConfig
-from baselines.common.trainer import build_algorithm, run_updates
+from baselines.common.trainer import build_algorithm, make_env, run_updates
 from benchmarks.harness import ResultsFolder, time_compiled, vec_rollout
 from benchmarks.peers.protocol import hash_actions
 
@@ -73,7 +73,7 @@ class TrainingSpeedConfig(ResultsFolder):
 
 def measure(config: TrainingSpeedConfig) -> dict[str, Any]:
     """Per batch size: env-only agent steps/s and each algorithm's, with their ratio."""
-    env = config.train_config().make_env()
+    env = make_env(config.train_config())
     key = jax.random.PRNGKey(0)
     points = []
     for log2 in config.log2_envs:
@@ -196,7 +196,7 @@ def measure_variants(
         compile_s: dict[tuple[str, str], float] = {}
         steps: dict[tuple[str, str], int] = {}
         for label, config in tqdm(variants.items(), desc=f"compile {num_envs} envs", leave=False):
-            env = config.train_config().make_env()
+            env = make_env(config.train_config())
             pool = config.train_config(num_envs=num_envs).resolved_pool_size
             agent_steps = num_envs * config.num_steps * env.num_agents
             readings = ("unused", "on_device") if log2 in observation_log2_envs else ("unused",)

@@ -19,7 +19,7 @@ from alemlite.evaluation import evaluate
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import CurriculumConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, to_json
-from baselines.common.trainer import compiled_program, train
+from baselines.common.trainer import compiled_program, make_env, train
 from baselines.train import reference_policies
 from benchmarks.study.config import ENV, EPISODE_METRICS, Budget
 from benchmarks.study.statistics import comparison, run_result
@@ -72,7 +72,7 @@ def train_and_evaluate(config: TrainConfig) -> tuple[dict, dict[str, dict[str, n
     final and best ones come from the last checkpoint, and must reproduce the trainer's
     own test returns.
     """
-    env = config.make_env()
+    env = make_env(config)
     start = time.perf_counter()
     summary = train(config, env=env)
     wall_s = time.perf_counter() - start
