@@ -25,6 +25,7 @@ from benchmarks.dining_references import p_value
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
 from benchmarks.llm_tables import (
+    finetune_smollm2,
     gap_dining_stand_in,
     gap_smollm2,
     llm_backend_agreement,
@@ -46,6 +47,7 @@ PAGES = (
     ROOT / "docs" / "training.md",
     ROOT / "docs" / "llm_results.md",
     ROOT / "docs" / "benchmarks.md",
+    ROOT / "docs" / "finetuning.md",
 )
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 DINING_SIZES = (5, 10, 15)
@@ -500,6 +502,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "llm_backend_agreement": llm_backend_agreement,
     "llm_harness_speed": llm_harness_speed,
     "gap_smollm2": gap_smollm2,
+    "finetune_smollm2": finetune_smollm2,
 }
 
 

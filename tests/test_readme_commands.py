@@ -37,6 +37,11 @@ BUDGETS = {
     ],
     "merge": [],
     "view": [],
+    "finetune": [
+        "--num-updates", "1", "--num-envs", "2", "--group.group-size", "2", "--max-steps", "2",
+        "--num-epochs", "1", "--eval-interval", "1", "--eval-episodes", "1", "--test-episodes",
+        "1", "--hf-threads", "1", "--no-progress",
+    ],
 }  # fmt: skip
 
 
