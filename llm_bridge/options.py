@@ -87,6 +87,9 @@ class LLMOptions:
     same numbers)"""
     hf_threads: int | None = None
     """hf only: torch's threads (default: this process's cores; fewer on a loaded machine)"""
+    hf_adapter: Path | None = None
+    """hf only: a LoRA adapter folder merged into --model (an `alemlite finetune` run's
+    best/policy)"""
     max_failed_fraction: float = 0.01
     """the most LLM turns (as a share) that may still fail after retries in a valid run; past
     it the run is marked not valid and the command fails"""
@@ -157,6 +160,10 @@ class LLMOptions:
             f"hf_threads={self.hf_threads} must be at least 1",
         )
         require(
+            self.hf_adapter is None or self.backend == "hf",
+            f"hf_adapter={self.hf_adapter} is merged into a local model; use --backend hf",
+        )
+        require(
             self.decoding == "generate" or self.backend == "hf",
             f"decoding={self.decoding} scores the legal actions with a local model's "
             "likelihood; use --backend hf, or --decoding generate",
@@ -192,6 +199,7 @@ class LLMOptions:
                     seed=self.model_seed,
                     decoding=self.decoding,
                     threads=self.hf_threads,
+                    adapter=None if self.hf_adapter is None else str(self.hf_adapter),
                 )
             )
         from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
@@ -220,6 +228,7 @@ class LLMOptions:
             "max_tokens": self.max_tokens,
             "model_seed": self.model_seed,
             **({"backend": "hf", "hf_dtype": self.hf_dtype} if self.backend == "hf" else {}),
+            **({"hf_adapter": adapter_digest(self.hf_adapter)} if self.hf_adapter else {}),
             # Only where set, so that earlier runs keep their fingerprints.
             **({"token_field": self.token_field} if self.token_field != "max_tokens" else {}),
             **({"request": self.request()} if self.request() else {}),
@@ -334,3 +343,13 @@ class PromptSwitches:
         if ablation.startswith("variant="):
             return dataclasses.replace(options, variant=ablation.removeprefix("variant="))
         return dataclasses.replace(options, **ABLATIONS[ablation])
+
+
+def adapter_digest(folder: Path) -> str:
+    """A LoRA adapter by its contents (config and weights), not by where it lies: the same
+    adapter keeps a run's fingerprint wherever it is copied, another one changes it."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).iterdir()):
+        if path.is_file() and path.name.startswith("adapter_"):
+            digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -9,6 +9,7 @@ uniform random play scores -0.60, deadlock -2.00, all-WAIT -1.00, resource order
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import subprocess
@@ -172,3 +173,43 @@ def test_one_update_of_the_real_model(tmp_path):
     assert moved and all(torch.isfinite(t).all() for t in moved)
     assert any(t.abs().max() > 0 for t in moved), "the update left every adapter at zero"
     assert (out / "best" / "policy" / "adapter_config.json").is_file()  # peft's own format
+
+
+def test_eval_llm_plays_the_kept_adapters_as_the_trainer_scored_them(dining, tiny_model, tmp_path):
+    """`eval-llm --hf-adapter RUN/best/policy` merges the kept adapters into the model and
+    plays the policy the fine-tuning run validated: the same probabilities of the same turn."""
+    from alemlite_app.cli import main
+    from llm_bridge.finetune.config import LoraConfig
+    from llm_bridge.finetune.policy import LanguagePolicy, Turn
+    from llm_bridge.transcripts import read_records
+
+    run = tmp_path / "run"
+    config = learning_config(dining, tmp_path, "grpo", out=run, num_updates=2, eval_interval=1,
+                             num_envs=8, test_episodes=1, eval_episodes=2)  # fmt: skip
+    finetune(config, model=tiny_model)
+    model, tokenizer = tiny_model
+    folder = tmp_path / "tiny"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    main([
+        "eval-llm", "--env", "dining", "--num-agents", "3", "--max-steps", "1", "--episodes",
+        "1", "--backend", "hf", "--model", str(folder), "--hf-adapter", str(run / "best" /
+        "policy"), "--decoding", "loglik", "--history", "0", "--no-progress", "--out",
+        str(tmp_path / "eval"),
+    ])  # fmt: skip
+    turns = [r for r in read_records(tmp_path / "eval" / "transcript.jsonl") if "choice_probs" in r]
+    played = next(t for t in turns if t["seat"] == 0)
+    table = Table(alemlite.spec("dining"), dining, dataclasses.replace(
+        alemlite.spec("dining").prompt_defaults, history=0))  # fmt: skip
+    # peft puts adapters into the model it is given: a copy, the fixture's stays bare.
+    policy = LanguagePolicy(
+        copy.deepcopy(model), tokenizer, table.action_names, ["policy"], LoraConfig()
+    )
+    policy.load_adapter_state(torch.load(run / "best" / "adapters.pt", weights_only=True)["policy"])
+    chat = [{"role": "system", "content": table.system_prompt}, *played["prompt"]]
+    legal = np.array([table.action_names.index(name) for name in played["choice_probs"]])
+    turn = Turn(0, 0, 0, policy.chat_tokens(chat), legal, 0, np.zeros(len(legal)))
+    with torch.no_grad():
+        trained = policy.log_probs([turn]).exp().numpy()[0]
+    np.testing.assert_allclose(list(played["choice_probs"].values()), trained, atol=1e-4)
+    assert not np.allclose(trained, np.full(len(legal), 1 / len(legal)), atol=1e-3)

@@ -47,6 +47,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -72,6 +73,7 @@ class HFConfig:
     decoding: Decoding = "generate"
     threads: int | None = None  # torch's threads; None: the cores this process may use
     cache_gb: float = 4.0  # the most memory the KV caches of earlier requests may hold
+    adapter: str | None = None  # a LoRA adapter folder (peft's format) merged into the model
 
     def __post_init__(self) -> None:
         require(
@@ -89,6 +91,11 @@ class HFConfig:
             f"threads={self.threads} must be at least 1",
         )
         require(self.cache_gb >= 0, f"cache_gb={self.cache_gb} must be 0 or more")
+        require(
+            self.adapter is None or (Path(self.adapter) / "adapter_config.json").is_file(),
+            f"hf_adapter={self.adapter} holds no adapter_config.json; give a LoRA adapter "
+            "folder (a finetune run's best/policy)",
+        )
 
 
 def _processor_chat(messages: ChatMessages) -> ChatMessages:
@@ -141,7 +148,7 @@ class _Request:
 class HFBackend:
     def __init__(self, config: HFConfig, model: Any = None, tokenizer: Any = None):
         self.config = config
-        self.name = config.model
+        self.name = config.model if config.adapter is None else f"{config.model}+{config.adapter}"
         # `tokenizer`: the model's processor (tokenizer and image processor) in image mode.
         self._model, self._tokenizer = model, tokenizer
         self._engine: Any = None
@@ -159,8 +166,9 @@ class HFBackend:
         torch.set_num_threads(self.config.threads or len(os.sched_getaffinity(0)))
         if self._model is None:
             self._model, self._tokenizer = loaded_model(
-                self.config.model, self.config.dtype, self.config.device, self._images
-            )
+                self.config.model, self.config.dtype, self.config.device, self._images,
+                self.config.adapter,
+            )  # fmt: skip
         self._model.eval()
         tokenizer = self._text_tokenizer
         if tokenizer.pad_token_id is None:
@@ -444,12 +452,15 @@ class _Trie:
 
 # Models loaded in this process, by what was asked: every backend of a sweep or a gap report
 # (a run per stratum and team) shares one copy instead of loading the weights again.
-_LOADED: dict[tuple[str, str, str, bool], tuple[Any, Any]] = {}
+_LOADED: dict[tuple[str, str, str, bool, str | None], tuple[Any, Any]] = {}
 
 
-def loaded_model(model: str, dtype: str, device: str, images: bool) -> tuple[Any, Any]:
-    """(model, tokenizer or processor) of `--model`, loaded once per process."""
-    key = (model, dtype, device, images)
+def loaded_model(
+    model: str, dtype: str, device: str, images: bool, adapter: str | None = None
+) -> tuple[Any, Any]:
+    """(model, tokenizer or processor) of `--model`, loaded once per process; with `adapter`,
+    that LoRA adapter merged into its weights (as `alemlite finetune` trained it)."""
+    key = (model, dtype, device, images, adapter)
     if key not in _LOADED:
         transformers = _transformers()
         source = resolve_model(model)
@@ -461,6 +472,10 @@ def loaded_model(model: str, dtype: str, device: str, images: bool) -> tuple[Any
             tokenizer = transformers.AutoTokenizer.from_pretrained(source.source, **args)
             loader = transformers.AutoModelForCausalLM
         loaded = loader.from_pretrained(source.source, dtype=dtype, **args).to(device)
+        if adapter is not None:
+            from peft import PeftModel
+
+            loaded = PeftModel.from_pretrained(loaded, adapter).merge_and_unload()
         _LOADED[key] = (loaded.eval(), tokenizer)
     return _LOADED[key]
 
