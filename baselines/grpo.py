@@ -26,7 +26,7 @@ from alemlite.core.vec import VecEnv
 from baselines.common import rollout as rollouts
 from baselines.common.agents import SharedActor
 from baselines.common.algorithm import Runner
-from baselines.common.config import GroupConfig, TrainConfig
+from baselines.common.config import AlgorithmConfig, GroupConfig
 from baselines.common.group import (
     env_major,
     episode_returns,
@@ -46,7 +46,7 @@ from baselines.common.rollout import AgentView, RolloutState
 
 
 class GRPO:
-    def __init__(self, env: Environment, config: TrainConfig, group: GroupConfig | None = None):
+    def __init__(self, env: Environment, config: AlgorithmConfig, group: GroupConfig | None = None):
         self.config = config
         self.group = group or config.group
         require(
@@ -56,7 +56,7 @@ class GRPO:
         self.env = env
         self.env_params = env.default_params
         self.vec_env = VecEnv(
-            LogWrapper(env), config.num_envs, config.resolved_pool_size, config.refresh_per_step
+            LogWrapper(env), config.num_envs, config.pool_size, config.refresh_per_step
         )
         # Draws one start state per group; the rollout batch tiles them.
         self.start_env = VecEnv(LogWrapper(env), config.num_envs // self.group.group_size)

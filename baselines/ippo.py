@@ -20,7 +20,7 @@ from alemlite.core.vec import VecEnv
 from baselines.common import rollout as rollouts
 from baselines.common.agents import SharedActor, SharedCritic
 from baselines.common.algorithm import Runner
-from baselines.common.config import TrainConfig
+from baselines.common.config import AlgorithmConfig
 from baselines.common.gae import generalised_advantages
 from baselines.common.networks import masked_categorical
 from baselines.common.ppo import (
@@ -49,11 +49,11 @@ def _env_major(tree):
 
 
 class IPPO:
-    def __init__(self, env: Environment, config: TrainConfig):
+    def __init__(self, env: Environment, config: AlgorithmConfig):
         self.config = config
         self.env = env
         self.vec_env = VecEnv(
-            LogWrapper(env), config.num_envs, config.resolved_pool_size, config.refresh_per_step
+            LogWrapper(env), config.num_envs, config.pool_size, config.refresh_per_step
         )
         self.env_params = env.default_params
         self.actor = SharedActor(

@@ -14,14 +14,14 @@ import jax
 
 from alemlite.core.environment import Environment
 from alemlite.core.errors import require
-from baselines.common.config import GroupConfig, TrainConfig
+from baselines.common.config import AlgorithmConfig, GroupConfig
 from baselines.common.group import set_log_ratio
 from baselines.common.ppo import clipped_surrogate
 from baselines.grpo import GRPO
 
 
 class SRPO(GRPO):
-    def __init__(self, env: Environment, config: TrainConfig, group: GroupConfig | None = None):
+    def __init__(self, env: Environment, config: AlgorithmConfig, group: GroupConfig | None = None):
         super().__init__(env, config, group)
         require(
             self.group.returns == "team",

@@ -123,9 +123,9 @@ def test_command_line_and_config_json_carry_the_curriculum(tmp_path):
 
 def test_an_environment_without_a_curriculum_trains_on_a_fixed_setting():
     config = TrainConfig(env="craft", num_envs=4)
-    schedule = make_schedule(config, None, None)
+    schedule = make_schedule(config.curriculum, config.env, None, None, 4, 1)
     assert isinstance(schedule, FixedSetting)
-    assert schedule.summary(config, schedule.start(), None, None, {}) == {}
+    assert schedule.summary(config.evaluation_config(), schedule.start(), None, None, {}) == {}
     assert schedule.checkpoint_entries(schedule.start()) == {}
 
 
@@ -273,8 +273,10 @@ def test_resumed_curriculum_equals_uninterrupted_run(curriculum_run, env, tmp_pa
 
 def test_grpo_groups_share_a_table_size_and_play_it(env):
     config = replace(CONFIG, algorithm="grpo", group=GroupConfig(group_size=2))
-    grpo = GRPO(env, config)
-    schedule = make_schedule(config, env, grpo)
+    grpo = GRPO(env, config.algorithm_config())
+    schedule = make_schedule(
+        config.curriculum, config.env, env, grpo, config.num_envs, config.num_seeds
+    )
     assert isinstance(schedule, StagedCurriculum)
     tables = schedule.batch_params(1)
     np.testing.assert_array_equal(tables.num_philosophers, [5, 5, 3, 3])  # one replayed group

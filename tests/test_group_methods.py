@@ -85,7 +85,7 @@ def test_k3_estimate_is_unbiased_for_the_kl_of_a_categorical():
 
 
 def test_grpo_surrogate_clips_each_step_and_seat(dining):
-    grpo = GRPO(dining, CONFIG, GroupConfig(group_size=4))
+    grpo = GRPO(dining, CONFIG.algorithm_config(), GroupConfig(group_size=4))
     advantages = np.array([[1.0, -0.5, 2.0], [-1.0, 0.3, 0.0], [0.7, 0.7, 0.7], [1.0, 1.0, 1.0]])
     loss, diagnostics = grpo.policy_loss(
         jnp.asarray(LOG_RATIO[None]), jnp.asarray(advantages), jnp.asarray(ACTIVE[None])
@@ -97,7 +97,7 @@ def test_grpo_surrogate_clips_each_step_and_seat(dining):
 
 
 def test_srpo_takes_one_scaled_ratio_and_one_clip_per_set(dining):
-    srpo = SRPO(dining, CONFIG, GroupConfig(group_size=4))
+    srpo = SRPO(dining, CONFIG.algorithm_config(), GroupConfig(group_size=4))
     team_advantage = np.array([1.5, -2.0, 0.8, 3.0])  # one per environment (set)
     advantages = np.repeat(team_advantage[:, None], 3, 1)
     loss, _ = srpo.policy_loss(
@@ -147,9 +147,9 @@ def test_invalid_group_settings_fail_with_the_fix(dining):
     with pytest.raises(ConfigError, match="kl_budget"):
         GroupConfig(kl_budget=0.0)
     with pytest.raises(ConfigError, match="multiple of group_size=3"):
-        GRPO(dining, CONFIG, GroupConfig(group_size=3))
+        GRPO(dining, CONFIG.algorithm_config(), GroupConfig(group_size=3))
     with pytest.raises(ConfigError, match="SRPO"):
-        SRPO(dining, CONFIG, GroupConfig(group_size=4, returns="agent"))
+        SRPO(dining, CONFIG.algorithm_config(), GroupConfig(group_size=4, returns="agent"))
 
 
 @pytest.mark.parametrize(
@@ -165,7 +165,9 @@ def test_the_trainer_builds_each_method_from_its_name(name, cls, rollouts, dinin
 def test_a_group_shares_its_start_state_but_not_its_randomness():
     """The toy game draws a random cue at the start and after every step."""
     env = MatchingGame(max_steps=4)
-    grpo = GRPO(env, TrainConfig(num_envs=64, num_steps=4), GroupConfig(group_size=8))
+    grpo = GRPO(
+        env, TrainConfig(num_envs=64, num_steps=4).algorithm_config(), GroupConfig(group_size=8)
+    )
 
     def rollout(key):
         runner = grpo.init(key)
@@ -194,12 +196,14 @@ def smoke_run(algorithm, num_updates=3):
 
 @pytest.fixture(scope="module")
 def grpo_run(dining):
-    return smoke_run(GRPO(dining, CONFIG, GroupConfig(group_size=4, kl_coef=0.1)))
+    return smoke_run(
+        GRPO(dining, CONFIG.algorithm_config(), GroupConfig(group_size=4, kl_coef=0.1))
+    )
 
 
 @pytest.fixture(scope="module")
 def srpo_run(dining):
-    return smoke_run(SRPO(dining, CONFIG, GroupConfig(group_size=4)))
+    return smoke_run(SRPO(dining, CONFIG.algorithm_config(), GroupConfig(group_size=4)))
 
 
 BUDGET = 1e-3
@@ -209,7 +213,9 @@ BUDGET = 1e-3
 def teamtr_run(dining):
     # A large learning rate against a small budget, so the budget has to bind.
     config = replace(CONFIG, ppo=replace(CONFIG.ppo, learning_rate=0.1))
-    return smoke_run(TeamTR(dining, config, GroupConfig(group_size=4, kl_budget=BUDGET)))
+    return smoke_run(
+        TeamTR(dining, config.algorithm_config(), GroupConfig(group_size=4, kl_budget=BUDGET))
+    )
 
 
 @pytest.mark.parametrize("run", ["grpo_run", "srpo_run", "teamtr_run"])

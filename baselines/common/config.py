@@ -6,6 +6,11 @@ Data and its validation only (it reads the environments' specs, builds nothing):
 the environment, the compiled program's key and the resume checks are the trainer's
 (`trainer.py`, `resume.py`). This module imports nothing from `baselines`, so every
 module with behaviour (curriculum, group methods, algorithms, networks) can import it.
+
+The trainer alone reads a whole `TrainConfig`; it hands each consumer its part: the
+networks a `NetworkConfig`, the PPO losses a `PPOConfig`, an algorithm its
+`AlgorithmConfig`, a curriculum its `CurriculumConfig` and the `EvaluationConfig`, the
+process launch a `DistributedConfig`.
 """
 
 from __future__ import annotations
@@ -222,6 +227,33 @@ class DistributedConfig:
 
 
 @dataclass(frozen=True)
+class AlgorithmConfig:
+    """The part of a run that an algorithm reads: its networks, optimisation, group settings
+    and batch shape (`TrainConfig.algorithm_config`)."""
+
+    network: NetworkConfig
+    ppo: PPOConfig
+    group: GroupConfig
+    num_envs: int
+    num_steps: int
+    num_updates: int
+    """the run's length, over which the learning rate may be annealed"""
+    pool_size: int
+    """pre-generated start states for auto-reset; 0: none"""
+    refresh_per_step: int
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """The episodes that choose the best checkpoint (validation) and report a run (test)."""
+
+    eval_episodes: int
+    validation_seed: int
+    test_episodes: int
+    test_seed: int
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """A whole training run: algorithm, environment, batch shape, schedule and outputs."""
 
@@ -359,6 +391,26 @@ class TrainConfig:
         if self.pool_size is not None:
             return self.pool_size
         return self.num_envs if spec(self.env).pooled_resets else 0
+
+    def algorithm_config(self) -> AlgorithmConfig:
+        return AlgorithmConfig(
+            network=self.network,
+            ppo=self.ppo,
+            group=self.group,
+            num_envs=self.num_envs,
+            num_steps=self.num_steps,
+            num_updates=self.num_updates,
+            pool_size=self.resolved_pool_size,
+            refresh_per_step=self.refresh_per_step,
+        )
+
+    def evaluation_config(self) -> EvaluationConfig:
+        return EvaluationConfig(
+            eval_episodes=self.eval_episodes,
+            validation_seed=self.validation_seed,
+            test_episodes=self.test_episodes,
+            test_seed=self.test_seed,
+        )
 
     # ---- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from alemlite.core.environment import Environment
 from alemlite.core.spec import Curriculum
 from baselines.common import rollout as rollouts
 from baselines.common.algorithm import Algorithm, Runner
-from baselines.common.config import CurriculumConfig, TrainConfig
+from baselines.common.config import CurriculumConfig, EvaluationConfig
 from baselines.common.evaluation import SeedEvaluator
 from baselines.common.reporting import held_out_summary
 
@@ -77,14 +77,23 @@ class Schedule(Protocol):
         ...
 
     def at_checkpoint(
-        self, config: TrainConfig, progress: Any, runner: Runner, validation_return: np.ndarray
+        self,
+        evaluation: EvaluationConfig,
+        progress: Any,
+        runner: Runner,
+        validation_return: np.ndarray,
     ) -> tuple[Any, Runner, dict[str, Any]]:
         """After a checkpoint's validation: the new progress, the runner (on fresh
         episodes where the stage changed) and the fields it adds to the eval record."""
         ...
 
     def summary(
-        self, config: TrainConfig, progress: Any, runner: Runner, best_params: Any, summary: dict
+        self,
+        evaluation: EvaluationConfig,
+        progress: Any,
+        runner: Runner,
+        best_params: Any,
+        summary: dict,
     ) -> dict[str, Any]:
         """The entries it adds to the run's summary."""
         ...
@@ -113,24 +122,26 @@ class FixedSetting:
     def label(self, progress: None, records: list[dict[str, Any]]) -> None:
         pass
 
-    def at_checkpoint(self, config, progress, runner, validation_return):
+    def at_checkpoint(self, evaluation, progress, runner, validation_return):
         return progress, runner, {}
 
-    def summary(self, config, progress, runner, best_params, summary) -> dict[str, Any]:
+    def summary(self, evaluation, progress, runner, best_params, summary) -> dict[str, Any]:
         return {}
 
 
-def make_schedule(config: TrainConfig, env: Environment, algorithm: Algorithm) -> Schedule:
-    """The run's schedule: a staged curriculum where `config.curriculum` names values."""
-    if not config.curriculum.enabled:
+def make_schedule(
+    curriculum: CurriculumConfig,
+    env_name: str,
+    env: Environment,
+    algorithm: Algorithm,
+    num_envs: int,
+    num_seeds: int,
+) -> Schedule:
+    """The run's schedule: a staged curriculum where `curriculum` names values."""
+    if not curriculum.enabled:
         return FixedSetting()
     return StagedCurriculum(
-        config.curriculum,
-        alemlite.spec(config.env).curriculum,
-        env,
-        algorithm,
-        config.num_envs,
-        config.num_seeds,
+        curriculum, alemlite.spec(env_name).curriculum, env, algorithm, num_envs, num_seeds
     )
 
 
@@ -277,7 +288,7 @@ class StagedCurriculum:
                 {"curriculum/stage": stage, "curriculum/value": self.config.values[stage]}
             )
 
-    def at_checkpoint(self, config, progress, runner, validation_return):
+    def at_checkpoint(self, evaluation, progress, runner, validation_return):
         """Validation at the current stage's value, the plateau rule, fresh episodes on an
         advance. `validation_return` (per seed) is at the largest value (it picks the best
         actor); the checkpoint holds the next stage's environments."""
@@ -286,7 +297,7 @@ class StagedCurriculum:
         stage_return = validation_return
         if value != self.largest:
             stage_return = self.evaluators[value](
-                runner.params["actor"], config.eval_episodes, config.validation_seed
+                runner.params["actor"], evaluation.eval_episodes, evaluation.validation_seed
             )["episode_return"].mean(axis=1)
         progress = observe(progress, float(np.mean(stage_return)), self.config)
         advanced = int(progress.stage) != stage
@@ -301,7 +312,7 @@ class StagedCurriculum:
         }
         return progress, runner, record
 
-    def summary(self, config, progress, runner, best_params, summary) -> dict[str, Any]:
+    def summary(self, evaluation, progress, runner, best_params, summary) -> dict[str, Any]:
         """The final and the best actors on the test episodes at every value."""
         per_value = {}
         for value, evaluator in self.evaluators.items():
@@ -309,7 +320,9 @@ class StagedCurriculum:
                 per_value[value] = {"final": summary["final"], "best": summary["best"]}
                 continue
             per_value[value] = {
-                name: held_out_summary(evaluator(params, config.test_episodes, config.test_seed))
+                name: held_out_summary(
+                    evaluator(params, evaluation.test_episodes, evaluation.test_seed)
+                )
                 for name, params in (("final", runner.params["actor"]), ("best", best_params))
             }
         stage = int(progress.stage)

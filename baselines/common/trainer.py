@@ -69,9 +69,9 @@ def make_env(config: TrainConfig) -> Environment:
 def build_algorithm(config: TrainConfig, env: Environment) -> Algorithm:
     # The networks read the observation by its parts (e.g. ids to embed).
     network = dataclasses.replace(config.network, observation_parts=observation_parts(env))
-    config = dataclasses.replace(config, network=network)
+    part = dataclasses.replace(config.algorithm_config(), network=network)
     module_name, class_name = ALGORITHMS[config.algorithm].split(":")
-    return getattr(importlib.import_module(module_name), class_name)(env, config)
+    return getattr(importlib.import_module(module_name), class_name)(env, part)
 
 
 def run_updates(algorithm: Algorithm, length: int, runner: Runner):
@@ -138,7 +138,9 @@ def compiled_program(config: TrainConfig, env: Environment) -> CompiledProgram:
     algorithm = build_algorithm(config, env)
     mesh = distributed.data_mesh(config.num_envs)
     seed_keys = jax.ShapeDtypeStruct((config.num_seeds, 2), jnp.uint32)
-    schedule = make_schedule(config, env, algorithm)
+    schedule = make_schedule(
+        config.curriculum, config.env, env, algorithm, config.num_envs, config.num_seeds
+    )
 
     def init_one(key):
         return schedule.first_batch(algorithm.init(key))
@@ -314,7 +316,7 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
             }
             # A curriculum may advance: the checkpoint holds the next stage's environments.
             progress, runner, stage_record = schedule.at_checkpoint(
-                config, progress, runner, validation_return
+                config.evaluation_config(), progress, runner, validation_return
             )
             eval_record.update(stage_record)
             state = distributed.global_arrays(
@@ -340,7 +342,9 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     checkpoints.close()
 
     summary = _final_summary(config, evaluator, runner, best, agent_steps)
-    summary.update(schedule.summary(config, progress, runner, best.actor_params, summary))
+    summary.update(
+        schedule.summary(config.evaluation_config(), progress, runner, best.actor_params, summary)
+    )
     summary["references"] = reference_summaries
     # Every process takes part in the export: orbax saves collectively.
     _export_policies(run_dir, env, config, algorithm, runner, best)
