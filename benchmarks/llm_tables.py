@@ -136,7 +136,7 @@ def finetune_smollm2() -> str:
     """SmolLM2-135M before and after `alemlite finetune`, one row per published run."""
     rows = [
         "| objective | setting | updates (best) | training time | return, start | "
-        "return, best | Welch p | Hedges' g | zero meals, start / best |",
+        "return, best | Welch p | Hedges' g, best - start | zero meals, start / best |",
         "| --- | --- | --- | ---: | --- | --- | ---: | ---: | --- |",
     ]
     for path in sorted((RESULTS_DIR / "finetune_dining_smollm2").glob("*/summary.json")):
@@ -148,7 +148,8 @@ def finetune_smollm2() -> str:
             f"{options['reward']}, {options['max_steps']} steps | {run['updates']} "
             f"({run['best_update']}) | {run['train_seconds'] / 60:.0f} min "
             f"| {format_interval(test['start'])} | {format_interval(test['best'])} "
-            f"| {comparison['welch_p']:.2g} | {comparison['hedges_g']:.2f} "
+            # The summary compares (start, best): its g is start - best.
+            f"| {comparison['welch_p']:.2g} | {-comparison['hedges_g']:.2f} "
             f"| {zero['start']:.0%} / {zero['best']:.0%} |"
         )
     return "\n".join(rows)
