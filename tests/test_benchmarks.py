@@ -20,6 +20,7 @@ from alemlite_app import bench
 from benchmarks.dining_throughput import DiningBenchConfig, run
 from benchmarks.engine.policies import policy_episodes
 from benchmarks.engine.training import TrainingSpeedConfig
+from benchmarks.freshness import RENAMED_FLAGS
 from benchmarks.harness import RESULTS_DIR, hash_actions
 from benchmarks.peers.table import PEERS
 
@@ -48,12 +49,6 @@ MAIN_CONFIGS = {
 
 # Flags renamed to the shared vocabulary (tests/test_options.py) since a results file recorded
 # its command: a script's recorded spelling -> today's. A results file keeps the command it ran.
-RENAMED_FLAGS = {
-    "training_speed": {"--agents": "--num-agents"},
-    "marl_dining": {"--sizes": "--num-agents"},
-}
-
-
 def small(name: str):
     env_spec = alemlite.spec(name)
     return env_spec.options(**env_spec.small_options)
@@ -217,7 +212,7 @@ def _published_commands() -> list[str]:
 
 
 def test_every_benchmark_script_has_its_config_listed_for_the_parse_check():
-    tools = {"provenance", "readme_tables"}  # scripts that publish nothing of their own
+    tools = {"provenance", "readme_tables", "freshness"}  # they publish nothing of their own
     scripts = {
         path.stem for path in (ROOT / "benchmarks").glob("*.py")
         if '__name__ == "__main__"' in path.read_text()

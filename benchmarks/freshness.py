@@ -1,0 +1,248 @@
+"""Which published figures are still fresh, and one command that republishes the rest.
+
+A results file is fresh when its provenance names a clean tree at a commit, its command,
+and no source file the command runs has changed between that commit and the head. The
+files a command runs are the repository modules its entry module imports, followed
+through every `import` statement (those inside functions included), so the check is
+conservative: a change anywhere in what the program can execute makes its figures stale.
+Files without provenance of their own (a run folder's reports, config, adapters) belong to
+the nearest `summary.json`, `gap.json` or other provenance-bearing JSON in a folder above.
+
+    python -m benchmarks.freshness              # list every results file and why it is stale
+    python -m benchmarks.freshness --check      # exit 1 if any is stale
+    python -m benchmarks.freshness --republish  # rerun each stale file's command, in order
+
+Republishing runs the recorded commands (old flag names spelled anew, `RENAMED_FLAGS`)
+from the current tree, which must be clean, one after another; run it on a quiet machine.
+A command that fails is reported and the rest still run; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tyro
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+PACKAGES = ("alemlite", "alemlite_app", "baselines", "benchmarks", "llm_bridge")
+# flags renamed since a results file recorded its command: module -> old -> new
+RENAMED_FLAGS = {
+    "training_speed": {"--agents": "--num-agents"},
+    "marl_dining": {"--sizes": "--num-agents"},
+}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    commit: str | None
+    dirty: bool | None
+    command: str | None
+    date: str | None
+    wall_time_s: float | None  # how long the command ran, to plan a republish
+
+
+def provenance(record: dict) -> Provenance | None:
+    """The provenance of a results JSON, in any of the layouts the benchmarks have written:
+    a `provenance` block, a `machine` block (training benchmarks) or top-level keys."""
+    for block in (record.get("provenance"), record.get("machine"), record):
+        if isinstance(block, dict) and "commit" in block:
+            dirty = block.get("dirty")
+            dirty = {"True": True, "False": False}.get(dirty, dirty)  # older blocks: strings
+            wall = block.get("wall_time_s", record.get("wall_s"))
+            return Provenance(block["commit"], dirty, block.get("command"), block.get("date"), wall)
+    return None
+
+
+def entry_module(command: str, repo: Path = REPO) -> str | None:
+    """The repository module a recorded command runs: `python -m X`, or the module behind
+    `alemlite WORDS` / `python -m alemlite_app.cli WORDS`."""
+    words = shlex.split(command)
+    if words[:2] == ["python", "-m"] and len(words) > 2:
+        module, rest = words[2], words[3:]
+    elif words[:1] == ["alemlite"]:
+        module, rest = "alemlite_app.cli", words[1:]
+    else:
+        return None
+    if module != "alemlite_app.cli" or not (repo / "alemlite_app" / "cli.py").exists():
+        return module
+    from alemlite_app.cli import COMMANDS
+
+    matches = [key for key in COMMANDS if tuple(rest[: len(key)]) == key]
+    return COMMANDS[max(matches, key=len)].split(":")[0] if matches else module
+
+
+def module_file(module: str, repo: Path = REPO) -> Path | None:
+    base = repo.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(path: Path, module: str, repo: Path) -> set[str]:
+    """Every repository module `path` (module `module`) imports, at any depth of its code."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)  # submodules
+    found = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] not in PACKAGES:
+            continue
+        found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))  # parents run too
+    return {name for name in found if module_file(name, repo)}
+
+
+def closure(module: str, repo: Path = REPO) -> set[Path]:
+    """The source files of `module` and of every repository module it imports, transitively."""
+    seen: set[str] = set()
+    parts = module.split(".")
+    todo = [".".join(parts[:n]) for n in range(1, len(parts) + 1)]  # packages run first
+    while todo:
+        name = todo.pop()
+        if name in seen or (path := module_file(name, repo)) is None:
+            continue
+        seen.add(name)
+        todo.extend(_imported(path, name, repo) - seen)
+    return {module_file(name, repo) for name in seen}
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+
+
+@dataclass
+class Verdict:
+    path: Path  # the results file that carries the provenance
+    provenance: Provenance | None
+    reasons: list[str] = field(default_factory=list)  # empty when fresh
+
+    @property
+    def fresh(self) -> bool:
+        return not self.reasons
+
+
+def judge(path: Path, record: dict, repo: Path = REPO) -> Verdict:
+    found = provenance(record)
+    verdict = Verdict(path, found)
+    if found is None:
+        verdict.reasons.append("no provenance")
+        return verdict
+    if not found.command:
+        verdict.reasons.append("no command recorded")
+    if found.dirty is not False:
+        verdict.reasons.append("dirty tree" if found.dirty else "tree state not recorded")
+    resolved = _git(repo, "rev-parse", "--verify", "--quiet", f"{found.commit}^{{commit}}")
+    if resolved.returncode != 0:
+        verdict.reasons.append(f"commit {found.commit} not in this history")
+        return verdict
+    if not found.command:
+        return verdict
+    module = entry_module(found.command, repo)
+    if module is None or module_file(module, repo) is None:
+        verdict.reasons.append(f"command runs no repository module: {found.command}")
+        return verdict
+    files = sorted(str(p.relative_to(repo)) for p in closure(module, repo))
+    changed = _git(repo, "diff", "--name-only", resolved.stdout.strip(), "HEAD", "--", *files)
+    if changed.stdout.strip():
+        names = changed.stdout.split()
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        verdict.reasons.append(f"code changed since: {', '.join(names[:3])}{more}")
+    return verdict
+
+
+def verdicts(results: Path = RESULTS, repo: Path = REPO) -> list[Verdict]:
+    """One verdict per provenance-bearing results file; a JSON without provenance that no
+    such file in a folder above covers gets a verdict of its own ("no provenance")."""
+    records = {}
+    for path in sorted(results.rglob("*.json")):
+        if "runs" in path.relative_to(results).parts:
+            continue  # a run folder's scratch, never cited
+        records[path] = json.loads(path.read_text())
+    carriers = {path for path, record in records.items() if provenance(record) is not None}
+    carrier_dirs = {path.parent for path in carriers} - {results}
+    out = [judge(path, records[path], repo) for path in sorted(carriers)]
+    for path, record in records.items():
+        if path not in carriers and not carrier_dirs.intersection(path.parents):
+            out.append(judge(path, record, repo))
+    return sorted(out, key=lambda verdict: verdict.path)
+
+
+def republish_command(command: str) -> list[str]:
+    """A recorded command as it is spelled today, run with this interpreter."""
+    words = shlex.split(command)
+    if words[0] == "alemlite":
+        words = ["python", "-m", "alemlite_app.cli", *words[1:]]
+    module = words[2].removeprefix("benchmarks.")
+    renamed = RENAMED_FLAGS.get(module, {})
+    words = [renamed.get(word, word) for word in words]
+    if "--publish" not in words:
+        words.append("--publish")
+    return [sys.executable, *words[1:]]
+
+
+@dataclass(frozen=True)
+class FreshnessConfig:
+    """List which published results are stale, or republish them."""
+
+    check: bool = False
+    """Exit 1 if any results file is stale."""
+    republish: bool = False
+    """Rerun every stale file's recorded command from this (clean) tree, in order."""
+    only: tuple[str, ...] = ()
+    """Consider only results files whose path under benchmarks/results/ matches one of
+    these glob patterns (e.g. 'training_speed_*' 'gap_dining_*/*')."""
+
+
+def main(config: FreshnessConfig) -> None:
+    found = [
+        verdict for verdict in verdicts()
+        if not config.only or any(verdict.path.relative_to(RESULTS).match(p) for p in config.only)
+    ]  # fmt: skip
+    stale = [verdict for verdict in found if not verdict.fresh]
+    for verdict in found:
+        state = "fresh" if verdict.fresh else "STALE: " + "; ".join(verdict.reasons)
+        print(f"{verdict.path.relative_to(REPO)}  {state}")
+    hours = sum(v.provenance.wall_time_s or 0 for v in stale if v.provenance) / 3600
+    print(
+        f"{len(found) - len(stale)} fresh, {len(stale)} stale (their last runs took {hours:.1f} h)"
+    )
+    if config.republish:
+        commands = list(
+            dict.fromkeys(
+                v.provenance.command for v in stale if v.provenance and v.provenance.command
+            )
+        )
+        failed = []
+        for number, command in enumerate(commands, 1):
+            words = republish_command(command)
+            print(f"[{number}/{len(commands)}] {shlex.join(words[1:])}", flush=True)
+            if subprocess.run(words, cwd=REPO).returncode != 0:
+                failed.append(command)
+        unrunnable = [v for v in stale if not (v.provenance and v.provenance.command)]
+        for verdict in unrunnable:
+            print(f"no command to rerun: {verdict.path.relative_to(REPO)}")
+        if failed or unrunnable:
+            sys.exit(f"{len(failed)} command(s) failed: {'; '.join(failed)}" if failed else 1)
+    elif config.check and stale:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(FreshnessConfig))

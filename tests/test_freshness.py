@@ -1,0 +1,130 @@
+"""The freshness audit of published results, on a small git repository the test builds."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import freshness
+
+
+def git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def commit_all(repo, message):
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """benchmarks.speed imports alemlite.env at the top; alemlite.env imports alemlite.rules
+    inside a function; alemlite.unused is imported by nobody."""
+    files = {
+        "alemlite/__init__.py": "",
+        "alemlite/env.py": "def step():\n    from alemlite import rules\n    return rules.N\n",
+        "alemlite/rules.py": "N = 1\n",
+        "alemlite/unused.py": "M = 1\n",
+        "benchmarks/__init__.py": "",
+        "benchmarks/speed.py": "from alemlite.env import step\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git(tmp_path, "init", "-q")
+    return tmp_path
+
+
+def record(commit, dirty=False, command="python -m benchmarks.speed --publish"):
+    return {"value": 1.0, "provenance": {"commit": commit, "dirty": dirty, "command": command}}
+
+
+def test_the_closure_follows_imports_inside_functions_and_skips_unimported_modules(repo):
+    files = {
+        path.relative_to(repo).as_posix() for path in freshness.closure("benchmarks.speed", repo)
+    }
+    assert files == {
+        "benchmarks/__init__.py", "benchmarks/speed.py", "alemlite/__init__.py",
+        "alemlite/env.py", "alemlite/rules.py",
+    }  # fmt: skip
+
+
+def test_a_result_goes_stale_when_code_it_runs_changes_and_only_then(repo):
+    commit = commit_all(repo, "first")
+    path = repo / "result.json"
+    assert freshness.judge(path, record(commit), repo).fresh
+    (repo / "alemlite" / "unused.py").write_text("M = 2\n")
+    commit_all(repo, "a module the benchmark never imports")
+    assert freshness.judge(path, record(commit), repo).fresh
+    (repo / "alemlite" / "rules.py").write_text("N = 2\n")
+    commit_all(repo, "a rule the benchmark runs")
+    verdict = freshness.judge(path, record(commit), repo)
+    assert verdict.reasons == ["code changed since: alemlite/rules.py"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"dirty": True}, "dirty tree"),
+        ({"dirty": None}, "tree state not recorded"),
+        ({"command": None}, "no command recorded"),
+        ({"commit": "0" * 40}, f"commit {'0' * 40} not in this history"),
+        ({"command": "python -m benchmarks.absent"}, "command runs no repository module"),
+    ],
+)
+def test_a_result_without_a_full_provenance_block_is_stale(repo, changes, reason):
+    commit = commit_all(repo, "first")
+    block = {**record(commit)["provenance"], **changes}
+    verdict = freshness.judge(repo / "r.json", {"provenance": block}, repo)
+    assert any(found.startswith(reason) for found in verdict.reasons), verdict.reasons
+
+
+def test_a_run_folder_is_judged_by_the_file_that_carries_its_provenance(repo):
+    commit = commit_all(repo, "first")
+    results = repo / "results"
+    (results / "run" / "reports").mkdir(parents=True)
+    (results / "run" / "summary.json").write_text(json.dumps(record(commit)))
+    (results / "run" / "reports" / "best.json").write_text(json.dumps({"mean": 0.3}))
+    (results / "loose.json").write_text(json.dumps({"mean": 0.3}))
+    older = {"commit": commit, "dirty": "False", "command": "python -m benchmarks.speed"}
+    (results / "older.json").write_text(json.dumps({"machine": older}))  # the training layout
+    found = {
+        v.path.relative_to(results).as_posix(): v.reasons for v in freshness.verdicts(results, repo)
+    }
+    assert found == {"run/summary.json": [], "loose.json": ["no provenance"], "older.json": []}
+
+
+def test_a_recorded_command_is_rerun_as_spelled_today_and_published():
+    words = freshness.republish_command("python -m benchmarks.training_speed --agents 3")
+    assert words == [
+        sys.executable,
+        "-m",
+        "benchmarks.training_speed",
+        "--num-agents",
+        "3",
+        "--publish",
+    ]
+    words = freshness.republish_command("alemlite gap --env dining --publish")
+    assert words == [
+        sys.executable,
+        "-m",
+        "alemlite_app.cli",
+        "gap",
+        "--env",
+        "dining",
+        "--publish",
+    ]
+
+
+def test_cli_commands_are_traced_from_the_module_that_runs_them():
+    assert (
+        freshness.entry_module("python -m alemlite_app.cli finetune grpo --env dining")
+        == "alemlite_app.finetune"
+    )
+    assert freshness.entry_module("alemlite bench gpu") == "benchmarks.engine.gpu"
+    assert freshness.entry_module("python -m benchmarks.marl_craft") == "benchmarks.marl_craft"
