@@ -51,6 +51,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("study",): "benchmarks.study.main:run",
     ("train",): "baselines.train:main",
     ("finetune",): "alemlite_app.finetune:finetune",
+    ("freshness",): "alemlite_app.freshness:freshness",
     ("render",): "alemlite_app.render:render",
     ("view",): "llm_bridge.viewer:view",
 }

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmarks import freshness
+from alemlite_app import freshness
 
 
 def git(repo, *args):

@@ -8,9 +8,9 @@ conservative: a change anywhere in what the program can execute makes its figure
 Files without provenance of their own (a run folder's reports, config, adapters) belong to
 the nearest `summary.json`, `gap.json` or other provenance-bearing JSON in a folder above.
 
-    python -m benchmarks.freshness              # list every results file and why it is stale
-    python -m benchmarks.freshness --check      # exit 1 if any is stale
-    python -m benchmarks.freshness --republish  # rerun each stale file's command, in order
+    alemlite freshness              # list every results file and why it is stale
+    alemlite freshness --check      # exit 1 if any is stale
+    alemlite freshness --republish  # rerun each stale file's command, in order
 
 Republishing runs the recorded commands (old flag names spelled anew, `RENAMED_FLAGS`)
 from the current tree, which must be clean, one after another; run it on a quiet machine.
@@ -29,8 +29,9 @@ from pathlib import Path
 
 import tyro
 
+from benchmarks.harness import RESULTS_DIR as RESULTS
+
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 PACKAGES = ("alemlite", "alemlite_app", "baselines", "benchmarks", "llm_bridge")
 # flags renamed since a results file recorded its command: module -> old -> new
 RENAMED_FLAGS = {
@@ -60,7 +61,7 @@ def provenance(record: dict) -> Provenance | None:
     return None
 
 
-def entry_module(command: str, repo: Path = REPO) -> str | None:
+def entry_module(command: str) -> str | None:
     """The repository module a recorded command runs: `python -m X`, or the module behind
     `alemlite WORDS` / `python -m alemlite_app.cli WORDS`."""
     words = shlex.split(command)
@@ -70,9 +71,9 @@ def entry_module(command: str, repo: Path = REPO) -> str | None:
         module, rest = "alemlite_app.cli", words[1:]
     else:
         return None
-    if module != "alemlite_app.cli" or not (repo / "alemlite_app" / "cli.py").exists():
+    if module != "alemlite_app.cli":
         return module
-    from alemlite_app.cli import COMMANDS
+    from alemlite_app.cli import COMMANDS  # the CLI imports this module's command lazily
 
     matches = [key for key in COMMANDS if tuple(rest[: len(key)]) == key]
     return COMMANDS[max(matches, key=len)].split(":")[0] if matches else module
@@ -154,7 +155,7 @@ def judge(path: Path, record: dict, repo: Path = REPO) -> Verdict:
         return verdict
     if not found.command:
         return verdict
-    module = entry_module(found.command, repo)
+    module = entry_module(found.command)
     if module is None or module_file(module, repo) is None:
         verdict.reasons.append(f"command runs no repository module: {found.command}")
         return verdict
@@ -210,7 +211,8 @@ class FreshnessConfig:
     these glob patterns (e.g. 'training_speed_*' 'gap_dining_*/*')."""
 
 
-def main(config: FreshnessConfig) -> None:
+def freshness(config: FreshnessConfig) -> None:
+    """List which published results are stale, or republish them."""
     found = [
         verdict for verdict in verdicts()
         if not config.only or any(verdict.path.relative_to(RESULTS).match(p) for p in config.only)
@@ -245,4 +247,4 @@ def main(config: FreshnessConfig) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(FreshnessConfig))
+    freshness(tyro.cli(FreshnessConfig))
