@@ -9,6 +9,7 @@ import statistics
 
 from benchmarks.harness import RESULTS_DIR, format_interval
 from benchmarks.harness import load_results as load
+from benchmarks.study.config import method_label
 from llm_bridge.gap.report import gap_table
 
 
@@ -144,7 +145,7 @@ def finetune_smollm2() -> str:
         options, test = run["config"]["options"], run["test"]
         comparison, zero = test["comparison"], test["zero_share"]
         rows.append(
-            f"| {run['algorithm'].upper()} | {run['env']} N = {run['size']}, "
+            f"| {method_label(run['algorithm'])} | {run['env']} N = {run['size']}, "
             f"{options['reward']}, {options['max_steps']} steps | {run['updates']} "
             f"({run['best_update']}) | {run['train_seconds'] / 60:.0f} min "
             f"| {format_interval(test['start'])} | {format_interval(test['best'])} "
