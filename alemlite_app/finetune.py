@@ -18,13 +18,16 @@ def finetune(config: FinetuneConfig) -> dict[str, Any]:
     summary = run(config, provenance.describe)
     test = summary["test"]
     start, best = test["start"], test["best"]
-    print(
+    lines = [
         f"{config.algorithm} on {config.env} (N={summary['size']}), best update "
-        f"{summary['best_update']} of {summary['updates']}:\n"
+        f"{summary['best_update']} of {summary['updates']}:",
         f"  start {start['mean']:.3f} [{start['low']:.3f}, {start['high']:.3f}]  "
         f"best {best['mean']:.3f} [{best['low']:.3f}, {best['high']:.3f}]  "
         f"Welch p {test['comparison']['welch_p']:.3g}, Hedges' g "
-        f"{test['comparison']['hedges_g']:.2f}\n"
-        f"wrote {config.run_dir()}"
-    )
+        f"{test['comparison']['hedges_g']:.2f}",
+    ]
+    if "parse_rate" in test:  # --decoding generate
+        parsed = test["parse_rate"]
+        lines.append(f"  replies parsed: start {parsed['start']:.1%}, best {parsed['best']:.1%}")
+    print("\n".join([*lines, f"wrote {config.run_dir()}"]))
     return summary

@@ -140,6 +140,19 @@ class RunConfig:
             require(math.isfinite(value) and value >= 0, f"{name}={value} must be a number >= 0")
 
 
+def parse_feedback_note(noop: str, free_text: bool) -> str:
+    """What the next observation adds after a reply with no valid action (`noop` played)."""
+    answer = "<action>NAME</action>" if free_text else "the name alone"
+    return f"Note: your last reply had no valid action, so {noop} was used. Answer with {answer}."
+
+
+def free_reply_text(action: str, message: str) -> str:
+    """A free-text reply as an agent's chat remembers it: the played action, in its tag,
+    and the message it sent, if any."""
+    text = f"<action>{action}</action>"
+    return text + f"<message>{message}</message>" if message else text
+
+
 class EvaluationRun:
     """One evaluation: an environment, its serialiser, a team, prompt options, a run config."""
 
@@ -223,11 +236,7 @@ class EvaluationRun:
             notes.append(f"Your scratchpad: {self._scratchpads[episode, seat] or '(empty)'}")
         if self.options.parse_feedback and self._parse_failed[episode, seat]:
             noop = self.action_names[self.noop_action]
-            answer = "<action>NAME</action>" if self.prompts.free_text(seat) else "the name alone"
-            notes.append(
-                f"Note: your last reply had no valid action, so {noop} was used. "
-                f"Answer with {answer}."
-            )
+            notes.append(parse_feedback_note(noop, self.prompts.free_text(seat)))
         return user_content(self.config.observation, observation, "\n".join(notes), frame)
 
     def _chat(self, content: Any, episode: int, seat: int) -> ChatMessages:
@@ -241,10 +250,8 @@ class EvaluationRun:
     def _assistant_text(self, reply: ParsedReply, seat: int) -> str:
         if not self.prompts.free_text(seat):  # as the constrained reply itself: the name alone
             return self.action_names[reply.action]
-        text = f"<action>{self.action_names[reply.action]}</action>"
-        if self.options.communication and reply.message:
-            text += f"<message>{reply.message}</message>"
-        return text
+        message = reply.message if self.options.communication else ""
+        return free_reply_text(self.action_names[reply.action], message)
 
     # ---- one turn -------------------------------------------------------------------
     async def _turn(

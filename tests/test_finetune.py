@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 
-import jax
 import numpy as np
 import pytest
 
@@ -28,7 +27,7 @@ from llm_bridge.finetune import objectives  # noqa: E402
 from llm_bridge.finetune.config import FinetuneConfig, GroupConfig  # noqa: E402
 from llm_bridge.finetune.rollout import Table  # noqa: E402
 from llm_bridge.finetune.trainer import finetune  # noqa: E402
-from tests.tiny_lm import tiny_llama, word_tokenizer  # noqa: E402
+from tests.tiny_lm import dining_llama  # noqa: E402
 
 # What the tiny model's first test episodes score (about -1.4: it deadlocks often) leaves
 # room for a rise of 0.5 that 10 updates reach with each objective.
@@ -44,19 +43,7 @@ def dining():
 @pytest.fixture(scope="module")
 def tiny_model(dining):
     """A tiny Llama whose words are those of the dining prompts."""
-    spec = alemlite.spec("dining")
-    table = Table(spec, dining, dataclasses.replace(spec.prompt_defaults, history=0))
-    state, _ = table.program.reset(jax.vmap(jax.random.PRNGKey)(np.arange(4)))
-    _, mask = jax.device_get(table.program.view(state))
-    episodes, seats = np.meshgrid(np.arange(4), np.arange(3), indexing="ij")
-    observations = table.renderer.observations(
-        jax.device_get(state), jax.device_get(table.params), episodes.ravel(), seats.ravel(),
-        np.full((4, 3), "", dtype=object), mask, table.prompt,
-    )  # fmt: skip
-    actions = [f"<action>{name}</action>" for name in table.action_names]
-    tokenizer = word_tokenizer(transformers, [table.system_prompt, *observations, *actions])
-    # Weights three times the initialisation's: the likelihoods differ from state to state.
-    return tiny_llama(transformers, torch, tokenizer=tokenizer, weight_scale=3.0)
+    return dining_llama(transformers, torch, dining)
 
 
 def learning_config(dining, tmp_path, algorithm: str, **changes) -> FinetuneConfig:

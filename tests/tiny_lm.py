@@ -75,3 +75,30 @@ def tiny_llama(
         for parameter in model.parameters():
             parameter.mul_(weight_scale)
     return model, tokenizer
+
+
+def dining_llama(transformers: Any, torch: Any, options: Any) -> tuple[Any, Any]:
+    """(model, tokenizer): a tiny Llama whose words are those of the dining prompts at
+    `options` (the system prompt, the first observations, the action tags), weights three
+    times the initialisation's so that its likelihoods differ from state to state."""
+    import dataclasses
+
+    import jax
+    import numpy as np
+
+    import alemlite
+    from llm_bridge.finetune.rollout import Table
+
+    spec = alemlite.spec("dining")
+    table = Table(spec, options, dataclasses.replace(spec.prompt_defaults, history=0))
+    episodes, seats = 4, table.size
+    state, _ = table.program.reset(jax.vmap(jax.random.PRNGKey)(np.arange(episodes)))
+    _, mask = jax.device_get(table.program.view(state))
+    rows, columns = np.meshgrid(np.arange(episodes), np.arange(seats), indexing="ij")
+    observations = table.renderer.observations(
+        jax.device_get(state), jax.device_get(table.params), rows.ravel(), columns.ravel(),
+        np.full((episodes, seats), "", dtype=object), mask, table.prompt,
+    )  # fmt: skip
+    actions = [f"<action>{name}</action>" for name in table.action_names]
+    tokenizer = word_tokenizer(transformers, [table.system_prompt, *observations, *actions])
+    return tiny_llama(transformers, torch, tokenizer=tokenizer, weight_scale=3.0)

@@ -119,6 +119,16 @@ def _plain_chat(messages: ChatMessages) -> str:
     return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
 
 
+def prompt_tokens(tokenizer: Any, messages: ChatMessages) -> np.ndarray:
+    """The tokens of `messages` as the model is asked them: its chat template with the
+    generation prompt (or plain `role: content` lines where it has none)."""
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    else:
+        text = _plain_chat(messages)
+    return np.asarray(tokenizer(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+
+
 _OPTIONAL_TAGS = ("<message>", "<scratchpad>")
 
 
@@ -262,14 +272,7 @@ class HFBackend:
         ]
 
     def _prompt_tokens(self, messages: ChatMessages) -> np.ndarray:
-        tokenizer = self._text_tokenizer
-        if getattr(tokenizer, "chat_template", None):
-            text = tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
-            )
-        else:
-            text = _plain_chat(messages)
-        return np.asarray(tokenizer(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+        return prompt_tokens(self._text_tokenizer, messages)
 
     def _generators(self, batch: list[_Request], tokens: list[np.ndarray]) -> list[Any]:
         """Each request's own sampling generator (unseeded where its seed is None), from its

@@ -45,7 +45,8 @@ class GroupConfig:
     group_size: int = 4
     """Episodes per start state (G); their team returns are compared with each other."""
     kl_coef: float = 0.05
-    """Weight of KL(policy || starting model) over the legal actions of every turn."""
+    """Weight of KL(policy || starting model) over the legal actions of every turn
+    (--decoding generate: estimated on the sampled reply's tokens)."""
     kl_budget: float = 0.05
     """TeamTR: the most KL(before || after) one seat's update may move its own turns."""
     backtrack_steps: int = 4
@@ -122,12 +123,20 @@ class FinetuneConfig:
     clip_eps: float = 0.2
     """Clip range of the probability ratio."""
     max_grad_norm: float = 1.0
+    decoding: Literal["loglik", "generate"] = "loglik"
+    """How a turn picks its action (as `alemlite eval-llm --decoding`): loglik: the softmax
+    of the legal names' log-likelihoods (exact ratios and KL); generate: a reply sampled
+    from the model and parsed as eval-llm parses it (an unparsed reply plays the no-op)."""
+    max_tokens: int = 256
+    """generate: the most tokens a reply may have (as `alemlite eval-llm --max-tokens`)."""
     temperature: float = 1.0
-    """The policy is the softmax of the legal actions' log-likelihoods at this temperature."""
+    """loglik: the policy is the softmax of the legal actions' log-likelihoods at this
+    temperature; generate: each reply token is drawn from the model's softmax at it."""
     eval_decoding: Literal["sample", "argmax"] = "sample"
     """How validation and test episodes act: sample: draw from the policy (the policy that
     is trained; the draws are seeded by the episodes' seeds, the same for every model);
-    argmax: the likeliest action (as `eval-llm --decoding loglik --temperature 0`)."""
+    argmax: the likeliest action (as `eval-llm --decoding loglik --temperature 0`), or
+    with --decoding generate the greedy reply."""
     history: int = 0
     """observation/action pairs remembered per agent (as `alemlite eval-llm --history`)"""
     variant: str | None = None
@@ -167,7 +176,7 @@ class FinetuneConfig:
             f"num_envs={self.num_envs} must be a multiple of group.group_size="
             f"{self.group.group_size}",
         )
-        for name in ("num_updates", "num_epochs", "minibatch_turns", "eval_interval"):
+        for name in ("num_updates", "num_epochs", "minibatch_turns", "eval_interval", "max_tokens"):
             value = getattr(self, name)
             require(value >= 1, f"{name}={value} must be at least 1")
         for name in ("eval_episodes", "test_episodes"):
@@ -207,4 +216,8 @@ class FinetuneConfig:
             "hf_threads",
         ):
             body.pop(name)  # where it is written, how it is watched, how far it goes
+        if self.decoding == "loglik":
+            # Unused by loglik, and absent from the config.json of runs before generate.
+            body.pop("decoding")
+            body.pop("max_tokens")
         return body

@@ -2,9 +2,12 @@
 
 All three share the group-relative advantage: the `G` episodes of one start state are
 compared by team return, `A = (R - mean) / (std + eps)`, and every turn of an episode
-carries its episode's advantage (as `baselines/grpo.py` does for MLP policies). The penalty
-towards the starting model is the exact KL over a turn's legal actions, since the policy's
-whole distribution over them is computed anyway.
+carries its episode's advantage (as `baselines/grpo.py` does for MLP policies). A turn's
+log-ratio and its KL to the starting model come from its kind's `TurnTerms`: with
+`--decoding loglik` (`LikelihoodTerms`) the log-ratio of the chosen name and the exact KL
+over the turn's legal actions, since the policy's whole distribution over them is computed
+anyway; with `--decoding generate` (`generation.CompletionTerms`) the log-ratio of the
+sampled reply and a KL estimated on its tokens.
 
 - GRPO: one clipped ratio per turn.
 - SRPO: the seats acting in one step of one episode form a set of `K`; the set's log-ratio
@@ -17,6 +20,7 @@ whole distribution over them is computed anyway.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -56,9 +60,55 @@ def padded(rows: Sequence[np.ndarray], width: int) -> torch.Tensor:
     return torch.as_tensor(out, dtype=torch.float32)
 
 
+class TurnTerms(Protocol):
+    """What the objectives need of a kind of turn (`--decoding`)."""
+
+    def reference(self, policy: LanguagePolicy, turns: Sequence[Any], batch: int) -> np.ndarray:
+        """A row per turn of what the starting model (adapters off) says of it."""
+        ...
+
+    def per_turn(
+        self, policy: LanguagePolicy, turns: Sequence[Any], reference: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per turn, log(active policy / rollout policy) of what it played, with gradients,
+        and its KL(active || start) (`reference`: those turns' rows)."""
+        ...
+
+    def kl_before_after(self, policy: LanguagePolicy, turns: Sequence[Any], batch: int) -> float:
+        """Mean over `turns` of KL(rollout policy || active adapter now)."""
+        ...
+
+
+class LikelihoodTerms:
+    """`--decoding loglik`: exact, over each turn's legal actions."""
+
+    def reference(self, policy: LanguagePolicy, turns: Sequence[Turn], batch: int) -> np.ndarray:
+        return policy.reference_log_probs(turns, batch)
+
+    def per_turn(
+        self, policy: LanguagePolicy, turns: Sequence[Turn], reference: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        log_probs = policy.log_probs(turns)
+        chosen = log_probs[torch.arange(len(turns)), torch.tensor([t.choice for t in turns])]
+        old = torch.tensor([t.log_probs[t.choice] for t in turns], dtype=torch.float32)
+        kl = exact_kl(log_probs, torch.as_tensor(reference[:, : log_probs.shape[1]]))
+        return chosen - old, kl
+
+    def kl_before_after(self, policy: LanguagePolicy, turns: Sequence[Turn], batch: int) -> float:
+        total = 0.0
+        with torch.no_grad():
+            for start in range(0, len(turns), batch):
+                part = turns[start : start + batch]
+                now = policy.log_probs(part)
+                before = padded([t.log_probs for t in part], now.shape[1])
+                total += float(exact_kl(before, now).sum())
+        return total / max(len(turns), 1)
+
+
 def turn_loss(
+    terms: TurnTerms,
     policy: LanguagePolicy,
-    turns: Sequence[Turn],
+    turns: Sequence[Any],
     advantages: np.ndarray,
     reference: np.ndarray,
     clip: float,
@@ -67,10 +117,7 @@ def turn_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The loss of one minibatch (`advantages` and `reference` row per turn); with `setwise`,
     SRPO's one clipped term per set of turns taken in the same step of the same episode."""
-    log_probs = policy.log_probs(turns)
-    chosen = log_probs[torch.arange(len(turns)), torch.tensor([t.choice for t in turns])]
-    old = torch.tensor([t.log_probs[t.choice] for t in turns], dtype=torch.float32)
-    log_ratio = chosen - old
+    log_ratio, kl = terms.per_turn(policy, turns, reference)
     gains = torch.as_tensor(advantages, dtype=torch.float32)
     if setwise:
         keys = [(t.episode, t.step) for t in turns]
@@ -84,7 +131,7 @@ def turn_loss(
         surrogate = clipped_surrogate(set_log_ratio, set_gains, clip).mean()
     else:
         surrogate = clipped_surrogate(log_ratio, gains, clip).mean()
-    kl = exact_kl(log_probs, torch.as_tensor(reference[:, : log_probs.shape[1]])).mean()
+    kl = kl.mean()
     loss = surrogate + kl_coef * kl
     return loss, {
         "surrogate": float(surrogate),
@@ -94,7 +141,7 @@ def turn_loss(
 
 
 def minibatches(
-    turns: Sequence[Turn], size: int, sampler: np.random.Generator, setwise: bool
+    turns: Sequence[Any], size: int, sampler: np.random.Generator, setwise: bool
 ) -> Iterator[list[int]]:
     """Turn indices in a random order, `size` at a time; with `setwise`, whole sets (a set
     larger than `size` is a minibatch of its own)."""
@@ -115,15 +162,3 @@ def minibatches(
         batch += groups[g]
     if batch:
         yield batch
-
-
-def kl_before_after(policy: LanguagePolicy, turns: Sequence[Turn], batch: int) -> float:
-    """Mean over `turns` of KL(rollout policy || active adapter now), exact over legal actions."""
-    total = 0.0
-    with torch.no_grad():
-        for start in range(0, len(turns), batch):
-            part = turns[start : start + batch]
-            now = policy.log_probs(part)
-            before = padded([t.log_probs for t in part], now.shape[1])
-            total += float(exact_kl(before, now).sum())
-    return total / max(len(turns), 1)

@@ -4,7 +4,8 @@ The policy of a turn is the `--decoding loglik` head of the transformers backend
 name is scored by the model's log-likelihood of `<action>NAME</action>` after the chat, and
 the policy is the softmax of those scores over the legal names, at a temperature.
 Log-ratios between two versions of the model are therefore exact, and no turn goes
-unparsed.
+unparsed. (With `--decoding generate` a turn is a sampled reply instead: `generation.py`,
+which scores replies with the same one-forward `branch_logits`.)
 
 Adapters (peft's LoRA) start as zero updates, so the starting model is the base model and
 the reference of the KL penalty is the base model with its adapters switched off. GRPO and
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_bridge.clients.hf_backend import loaded_model, shared_prefix
+from llm_bridge.clients.hf_backend import loaded_model, prompt_tokens, shared_prefix
 from llm_bridge.clients.hf_engine import Engine, Row, pack
 from llm_bridge.finetune.config import LoraConfig
 
@@ -133,14 +134,14 @@ class LanguagePolicy:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def prompt_tokens(self, messages: list[dict[str, Any]]) -> np.ndarray:
+        """The chat with the generation prompt, as the transformers backend asks it."""
+        return prompt_tokens(self.tokenizer, messages)
+
     def chat_tokens(self, messages: list[dict[str, Any]]) -> np.ndarray:
         """The chat with the generation prompt, then `<action>`: the tokens every legal name
         continues."""
-        text = self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
-        prompt = np.asarray(self._encode(text), np.int64)
-        return np.concatenate([prompt, self.action_prefix])
+        return np.concatenate([self.prompt_tokens(messages), self.action_prefix])
 
     # ---- scoring ---------------------------------------------------------------------------
     def engine(self) -> Engine:
@@ -163,17 +164,34 @@ class LanguagePolicy:
     def log_probs(self, turns: Sequence[Turn]) -> torch.Tensor:
         """`(turns, most legal actions)`: each turn's log-probabilities of its legal actions
         under the active adapter, with gradients; -inf past a turn's own legal actions."""
-        prefix = _common_prefix_length([turn.tokens for turn in turns])
+        rows = [Row(turn.tokens, [self.branches[a] for a in turn.legal]) for turn in turns]
+        logits, predictors = self.branch_logits(rows)
+        token_log_probs = torch.log_softmax(logits.float(), -1)
+        picked = token_log_probs[
+            torch.arange(len(predictors)),
+            torch.tensor([token for _, _, _, token in predictors]),
+        ]
+        width = max(len(turn.legal) for turn in turns)
+        scores = torch.zeros(len(turns), width, dtype=torch.float32)
+        slot = torch.tensor([r * width + b for r, b, _, _ in predictors])
+        scores = scores.flatten().index_add(0, slot, picked).view(len(turns), width)
+        legal = torch.arange(width)[None] < torch.tensor([len(t.legal) for t in turns])[:, None]
+        scores = scores.masked_fill(~legal, float("-inf"))
+        return torch.log_softmax(scores / self.temperature, -1)
+
+    def branch_logits(self, rows: list[Row]) -> tuple[torch.Tensor, list[tuple]]:
+        """The logits before every token of every row's branches, under the active adapter
+        and with gradients, and `pack`'s predictors (row, branch, query, token) in the same
+        order. One forward: the prefix every row shares runs once, its keys and values
+        shared by all rows."""
+        prefix = _common_prefix_length([row.tokens for row in rows])
         trunk = self.model.get_base_model().base_model
         cache = None
         if prefix > 0:
-            shared = torch.as_tensor(turns[0].tokens[:prefix], dtype=torch.long)[None]
+            shared = torch.as_tensor(rows[0].tokens[:prefix], dtype=torch.long)[None]
             cache = trunk(input_ids=shared, use_cache=True).cache
-        rows = []
-        for turn in turns:
-            row = Row(turn.tokens, [self.branches[a] for a in turn.legal])
+        for row in rows:
             row.past = prefix
-            rows.append(row)
         packed = pack(rows, prefix, self.pad)
         if cache is not None:
             from transformers import DynamicCache
@@ -195,18 +213,7 @@ class LanguagePolicy:
         ).last_hidden_state
         index = torch.tensor([(r, q) for r, _, q, _ in packed.predictors])
         head = self.model.get_base_model().get_output_embeddings()
-        token_log_probs = torch.log_softmax(head(hidden[index[:, 0], index[:, 1]]).float(), -1)
-        picked = token_log_probs[
-            torch.arange(len(packed.predictors)),
-            torch.tensor([token for _, _, _, token in packed.predictors]),
-        ]
-        width = max(len(turn.legal) for turn in turns)
-        scores = torch.zeros(len(turns), width, dtype=torch.float32)
-        slot = torch.tensor([r * width + b for r, b, _, _ in packed.predictors])
-        scores = scores.flatten().index_add(0, slot, picked).view(len(turns), width)
-        legal = torch.arange(width)[None] < torch.tensor([len(t.legal) for t in turns])[:, None]
-        scores = scores.masked_fill(~legal, float("-inf"))
-        return torch.log_softmax(scores / self.temperature, -1)
+        return head(hidden[index[:, 0], index[:, 1]]), packed.predictors
 
     def reference_log_probs(self, turns: Sequence[Turn], batch: int) -> np.ndarray:
         """The starting model's log-probabilities (adapters off), padded as `log_probs`."""

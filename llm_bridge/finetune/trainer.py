@@ -17,6 +17,10 @@ without an improvement of `min_improvement`. Before the first update and after t
 the test episodes are played by the starting model and by the best adapters at the last
 team size, and written as two evaluation reports that `alemlite compare` reads.
 
+With `--decoding generate` turns are sampled replies (`generation.py`): each update's line
+of the curve says the share of its replies that went unparsed (`unparsed`), and the test
+reports carry each episode's `parse_rate`, as eval-llm's do.
+
 Run folder: `config.json`, `curve.jsonl` (one line per update, appended as it happens),
 `checkpoint/` (for `--resume`), `best/` (peft adapters), `reports/start.json`,
 `reports/best.json`, `summary.json`, `curve.png`.
@@ -39,14 +43,15 @@ import alemlite
 from alemlite.core.errors import ConfigError, require
 from alemlite.folder_lock import hold_folder
 from alemlite.outputs import writable_folder
-from alemlite.report import read_episodes, write_report
-from alemlite.stats import compare, summarise
+from alemlite.report import read_episodes
 from llm_bridge.finetune import objectives
 from llm_bridge.finetune.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
 from llm_bridge.finetune.config import FinetuneConfig
+from llm_bridge.finetune.generation import CompletionTerms, Generate, unparsed_share
 from llm_bridge.finetune.plots import plot_curve
-from llm_bridge.finetune.policy import LanguagePolicy, Turn
-from llm_bridge.finetune.rollout import Rollout, Table, play, table_options
+from llm_bridge.finetune.policy import LanguagePolicy
+from llm_bridge.finetune.results import held_out_report, held_out_summary
+from llm_bridge.finetune.rollout import Decoder, Likelihood, Rollout, Table, play, table_options
 
 SHARED_ADAPTER = "policy"
 
@@ -88,6 +93,12 @@ class Finetuner:
             f"seeds ({config.validation_seed}); lower seed or raise validation_seed",
         )
         self._tables: dict[int, Table] = {}
+        self.decoder: Decoder
+        self.terms: objectives.TurnTerms
+        if config.decoding == "generate":
+            self.decoder, self.terms = Generate(config.max_tokens), CompletionTerms()
+        else:
+            self.decoder, self.terms = Likelihood(), objectives.LikelihoodTerms()
 
     # ---- pieces ------------------------------------------------------------------------------
     def table(self, size: int) -> Table:
@@ -115,7 +126,10 @@ class Finetuner:
         # The same draws for every model evaluated on these seeds.
         sample = self.config.eval_decoding == "sample"
         sampler = np.random.default_rng(base_seed) if sample else None
-        return play(self.table(size), self.policy, seeds, adapters, sampler, self.config.history)
+        return play(
+            self.table(size), self.policy, seeds, adapters, sampler, self.config.history,
+            self.decoder,
+        )  # fmt: skip
 
     # ---- the run -----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -204,33 +218,32 @@ class Finetuner:
         if config.algorithm != "teamtr":
             rollout = self._rollout(update, 0, size, sampler)
             stats = self._epochs(rollout, SHARED_ADAPTER, rollout.turns, sampler)
-            returns = [rollout.episodes["episode_return"]]
+            rollouts = [rollout]
         else:
-            stats, returns = {}, []
+            stats, rollouts = {}, []
             for k, seat in enumerate(sampler.permutation(size).tolist()):
                 rollout = self._rollout(update, k, size, sampler)
-                returns.append(rollout.episodes["episode_return"])
+                rollouts.append(rollout)
                 own = [turn for turn in rollout.turns if turn.seat == seat]
                 stats = self._trust_region(rollout, f"seat_{seat}", own, sampler)
-        return {
-            "update": update + 1,
-            "size": size,
-            "train_return": float(np.mean(np.concatenate(returns))),
-            **stats,
-        }
+        returns = np.concatenate([rollout.episodes["episode_return"] for rollout in rollouts])
+        row = {"update": update + 1, "size": size, "train_return": float(np.mean(returns))}
+        if self.decoder.parses:
+            row["unparsed"] = unparsed_share([t for rollout in rollouts for t in rollout.turns])
+        return {**row, **stats}
 
     def _rollout(self, update: int, k: int, size: int, sampler) -> Rollout:
         seeds = self.train_seeds(update, k)
         return play(
             self.table(size), self.policy, seeds, self.seat_adapters(size), sampler,
-            self.config.history,
+            self.config.history, self.decoder,
         )  # fmt: skip
 
     def _epochs(
         self,
         rollout: Rollout,
         adapter: str,
-        turns: list[Turn],
+        turns: list[Any],
         sampler: np.random.Generator,
         go_on: Callable[[], bool] = lambda: True,
     ) -> dict[str, float]:
@@ -241,7 +254,7 @@ class Finetuner:
             rollout.episodes["episode_return"], config.group.group_size
         )
         self.policy.use(adapter)
-        reference = self.policy.reference_log_probs(turns, config.minibatch_turns)
+        reference = self.terms.reference(self.policy, turns, config.minibatch_turns)
         optimizer = self.optimizers[adapter]
         setwise = config.algorithm == "srpo"
         terms: dict[str, float] = {}
@@ -249,7 +262,7 @@ class Finetuner:
             for batch in objectives.minibatches(turns, config.minibatch_turns, sampler, setwise):
                 chosen = [turns[i] for i in batch]
                 loss, terms = objectives.turn_loss(
-                    self.policy, chosen, advantages[[t.episode for t in chosen]],
+                    self.terms, self.policy, chosen, advantages[[t.episode for t in chosen]],
                     reference[batch], config.clip_eps, config.group.kl_coef, setwise,
                 )  # fmt: skip
                 optimizer.zero_grad()
@@ -263,7 +276,7 @@ class Finetuner:
         return {**terms, "turns": len(turns)}
 
     def _trust_region(
-        self, rollout: Rollout, adapter: str, turns: list[Turn], sampler
+        self, rollout: Rollout, adapter: str, turns: list[Any], sampler
     ) -> dict[str, float]:
         """TeamTR's stage for one seat: epochs within the KL budget, then backtracking."""
         config = self.config
@@ -273,7 +286,7 @@ class Finetuner:
         measured: list[float] = []
 
         def within_budget() -> bool:
-            measured.append(objectives.kl_before_after(self.policy, turns, config.minibatch_turns))
+            measured.append(self.terms.kl_before_after(self.policy, turns, config.minibatch_turns))
             return measured[-1] <= config.group.kl_budget
 
         terms = self._epochs(rollout, adapter, turns, sampler, within_budget)
@@ -286,7 +299,7 @@ class Finetuner:
                 self.policy.load_adapter_state(
                     {n: start[n] + scale * (end[n] - start[n]) for n in start}
                 )
-                kl = objectives.kl_before_after(self.policy, turns, config.minibatch_turns)
+                kl = self.terms.kl_before_after(self.policy, turns, config.minibatch_turns)
                 if kl <= config.group.kl_budget:
                     break
             self.optimizers[adapter].load_state_dict(optimizer_start)
@@ -343,22 +356,10 @@ class Finetuner:
         path.write_text("".join(line + "\n" for line in kept))
 
     def _report(self, name: str, rollout: Rollout, size: int) -> dict[str, Any]:
-        config = self.config
-        settings = {
-            "env": config.env,
-            "options": dataclasses.asdict(table_options(config.options, size)),
-            "team": [f"llm:{self.model_name}"] * size,
-            "model": self.model_name,
-            "adapters": name,
-            "algorithm": config.algorithm,
-            "decoding": "loglik",
-            "eval_decoding": config.eval_decoding,
-            "temperature": config.temperature,
-            "prompt": dataclasses.asdict(self.prompt),
-            "episodes": config.test_episodes,
-            "seed": config.test_seed,
-        }
-        return write_report(self.out / "reports" / f"{name}.json", settings, rollout.episodes)
+        path = self.out / "reports" / f"{name}.json"
+        return held_out_report(
+            path, self.config, self.model_name, self.prompt, name, rollout.episodes, size
+        )
 
     def _finish(self, progress: dict[str, Any]) -> dict[str, Any]:
         config = self.config
@@ -382,18 +383,7 @@ class Finetuner:
             "best_validation_return": progress["best"]["validation_return"],
             "updates": progress["update"],
             "train_seconds": round(progress["seconds"], 1),
-            "test": {
-                "start": summarise({"episode_return": start["episode_return"]})["episode_return"],
-                "best": summarise({"episode_return": best.episodes["episode_return"]})[
-                    "episode_return"
-                ],
-                "comparison": compare(start["episode_return"], best.episodes["episode_return"]),
-                "zero_share": {
-                    "metric": headline,
-                    "start": float(np.mean(start[headline] == 0)),
-                    "best": float(np.mean(best.episodes[headline] == 0)),
-                },
-            },
+            "test": held_out_summary(start, best.episodes, headline),
             "config": config.record(),
             **({"provenance": self.provenance()} if self.provenance else {}),
         }
