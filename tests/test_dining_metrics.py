@@ -44,9 +44,13 @@ def pairwise_gini(values: np.ndarray, mask: np.ndarray) -> float:
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 1000])
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
-def test_the_sorted_gini_equals_the_pairwise_formula(size, dtype):
+@pytest.mark.parametrize("pairwise_max_seats", [0, 10_000])  # the sorted form, the pairwise one
+def test_both_forms_of_the_gini_equal_the_pairwise_formula(
+    size, dtype, pairwise_max_seats, monkeypatch
+):
+    monkeypatch.setattr(metrics, "PAIRWISE_MAX_SEATS", pairwise_max_seats)
     rng = np.random.default_rng(size)
-    gini = jax.jit(metrics.gini)
+    gini = jax.jit(lambda values, mask: metrics.gini(values, mask))  # traced with the patch
     for _ in range(5):
         values = rng.integers(0, 12, size) if dtype == np.int32 else rng.exponential(3.0, size)
         values = values.astype(dtype)
