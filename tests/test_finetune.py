@@ -66,7 +66,7 @@ def test_each_objective_raises_the_held_out_return(dining, tiny_model, tmp_path,
                ("start", "best")]  # fmt: skip
     assert reports[0]["config"]["seed"] == reports[1]["config"]["seed"]
     curve = (tmp_path / algorithm / "curve.jsonl").read_text().splitlines()
-    assert [json.loads(line)["update"] for line in curve] == list(range(1, 11))
+    assert [json.loads(line)["update"] for line in curve] == list(range(11))  # 0: the start
     assert (tmp_path / algorithm / "curve.png").stat().st_size > 0
 
 
@@ -77,6 +77,8 @@ def test_a_flipped_advantage_does_not_learn(dining, tiny_model, tmp_path, monkey
     summary = finetune(learning_config(dining, tmp_path, "grpo"), model=tiny_model)
     start, best = summary["test"]["start"]["mean"], summary["test"]["best"]["mean"]
     assert best < start + MARGIN, f"flipped: start {start:.3f}, best {best:.3f}"
+    # No update validates better than the start, so the start is what the run keeps.
+    assert summary["best_update"] == 0 and best == start
 
 
 def test_a_resumed_run_repeats_the_uninterrupted_one(dining, tiny_model, tmp_path):

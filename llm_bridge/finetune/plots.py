@@ -15,7 +15,10 @@ def plot_curve(curve: Path, out: Path, title: str) -> Path:
 
     rows = [json.loads(line) for line in Path(curve).read_text().splitlines()]
     figure, axes = plt.subplots(figsize=(6, 3.5))
-    axes.plot([r["update"] for r in rows], [r["train_return"] for r in rows], label="training")
+    trained = [r for r in rows if "train_return" in r]  # update 0 only validates the start
+    axes.plot(
+        [r["update"] for r in trained], [r["train_return"] for r in trained], label="training"
+    )
     validated = [r for r in rows if "validation_return" in r]
     axes.plot(
         [r["update"] for r in validated],

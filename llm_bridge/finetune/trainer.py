@@ -8,14 +8,16 @@ plays fresh grouped episodes with the team as it stands, trains that seat's adap
 own turns, stops its epochs once KL(before || after) over those turns passes `kl_budget`,
 and halves the step (`backtrack_steps` times at most, else undoes it) until it fits.
 
-Every `eval_interval` updates the team plays the validation episodes (drawing its actions
-from generators seeded by the episodes, or with `--eval-decoding argmax` taking the
-likeliest); the adapters that score best at the current team size are kept in `best/` (the
-last are not what a run reports: the source study found its last checkpoint worse than its
-peak). With `--curriculum.values 3 5 10` the team size rises after `patience` validations
-without an improvement of `min_improvement`. Before the first update and after the last,
-the test episodes are played by the starting model and by the best adapters at the last
-team size, and written as two evaluation reports that `alemlite compare` reads.
+Before the first update and every `eval_interval` updates the team plays the validation
+episodes (drawing its actions from generators seeded by the episodes, or with
+`--eval-decoding argmax` taking the likeliest); the adapters that score best at the final
+team size are kept in `best/`, the starting (zero) adapters among them when the run starts
+at that size (the last are not what a run reports: the source study found its last
+checkpoint worse than its peak). With `--curriculum.values 3 5 10` the team size rises
+after `patience` validations without an improvement of `min_improvement`. Before the first
+update and after the last, the test episodes are played by the starting model and by the
+best adapters at the last team size, and written as two evaluation reports that
+`alemlite compare` reads.
 
 With `--decoding generate` turns are sampled replies (`generation.py`): each update's line
 of the curve says the share of its replies that went unparsed (`unparsed`), and the test
@@ -186,7 +188,11 @@ class Finetuner:
                 "update": 0, "stage": 0, "stale": 0, "stage_best": None, "best": None,
                 "seconds": 0.0,
             }  # fmt: skip
-            (self.out / "curve.jsonl").write_text("")
+            # The starting model is a candidate for the kept checkpoint: a run whose updates
+            # all validate worse than it keeps (and reports) the start.
+            first = {"update": 0, "size": config.sizes[0]}
+            first.update(self._validate(progress, config.sizes[0]))
+            (self.out / "curve.jsonl").write_text(json.dumps(first) + "\n")
             self._save(progress)
         self._keep_curve(progress["update"])
         bar = tqdm(
