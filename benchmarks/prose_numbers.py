@@ -132,6 +132,7 @@ def gpu_suite_budget_s() -> float:
 
 INTERVALS = "convention: the confidence level of every interval alemlite reports"
 UNPUBLISHED = "estimate: an unpublished check, as the text says"
+UNPUBLISHED_RUN = "estimate: a run from a clean tree at 8773d9a, replaced before it was committed"
 MODEL_NAME = Stated("135M", "not a figure: the model's name, SmolLM2-135M-Instruct")
 WHEEL = Stated("93 MB", "setting: the wheel's size `make model` states", model_download_mb)
 GGUF = Stated(
@@ -176,7 +177,7 @@ PROSE: dict[str, tuple[Stated, ...]] = {
             "craft_reference_teams_cpu.json",
             "rows.0.summary.coordination_achievement_percent.mean",
         ),
-        field("4.5 min", "marl_matrix_cpu.json", "wall_time_s", 1 / 60),
+        field("2.2 min", "marl_matrix_cpu.json", "wall_time_s", 1 / 60),
     ),
     "docs/training.md": (
         Stated("95%", INTERVALS, count=4),
@@ -208,39 +209,40 @@ PROSE: dict[str, tuple[Stated, ...]] = {
     ),
     "docs/benchmarks.md": (
         Stated("500x", "target: dining env-only over the plain-Python engine at N = 5"),
-        Stated("0.42 s", "dining_throughput_cpu.json: least compile_s", dining_compile_s(min)),
-        Stated("1.15 s", "dining_throughput_cpu.json: most compile_s", dining_compile_s(max)),
-        Stated("0.45 s", "dining_throughput_cpu.json: least at N = 5", dining_compile_s(min, 5)),
-        Stated("0.72 s", "dining_throughput_cpu.json: most at N = 5", dining_compile_s(max, 5)),
+        Stated("0.53 s", "dining_throughput_cpu.json: least compile_s", dining_compile_s(min)),
+        Stated("1.56 s", "dining_throughput_cpu.json: most compile_s", dining_compile_s(max)),
+        Stated("0.59 s", "dining_throughput_cpu.json: least at N = 5", dining_compile_s(min, 5)),
+        Stated("0.97 s", "dining_throughput_cpu.json: most at N = 5", dining_compile_s(max, 5)),
         Stated(
             "5%",
             "craft_throughput_cpu.json: config.peer_stop_gain - 1",
             lambda: 100 * (at("craft_throughput_cpu.json", "config.peer_stop_gain")() - 1),
         ),
-        field("260 k", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
-        field("262k agent steps/s", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
-        field("230 k", DINING_SPEED, "points.2.mappo_agent_steps_per_s", 1e-3),
-        field("0.3%", DINING_SPEED, "points.2.ippo_fraction_of_env_only", 100),
-        field("76 M", DINING_SPEED, "points.2.env_only_agent_steps_per_s", 1e-6),
+        field("400 k", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
+        field("400k agent steps/s", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
+        field("391 k", DINING_SPEED, "points.2.mappo_agent_steps_per_s", 1e-3),
+        field("0.5%", DINING_SPEED, "points.2.ippo_fraction_of_env_only", 100),
+        field("77 M", DINING_SPEED, "points.2.env_only_agent_steps_per_s", 1e-6),
+        field("0.7 h", DINING_SPEED, "points.2.ippo_hours_per_billion_agent_steps"),
         Stated("40%", "target: the update's share of env-only throughput"),
         # Craft's training speed, in its section and again in the history below
-        craft_speed("8.3 k", "ippo_agent_steps_per_s", 16, 1e-3, count=2),
-        craft_speed("8.6 k", "ippo_agent_steps_per_s", 64, 1e-3, count=2),
-        craft_speed("11.2 k", "ippo_agent_steps_per_s", 256, 1e-3, count=3),
-        craft_speed("8.4 k agent steps/s", "ippo_agent_steps_per_s", 1024, 1e-3),
-        craft_speed("8.4 k", "ippo_agent_steps_per_s", 1024, 1e-3),
-        craft_speed("150 k", "env_only_agent_steps_per_s", 16, 1e-3, count=2),
-        craft_speed("146 k", "env_only_agent_steps_per_s", 64, 1e-3, count=2),
-        craft_speed("226 k", "env_only_agent_steps_per_s", 256, 1e-3, count=2),
-        craft_speed("299 k", "env_only_agent_steps_per_s", 1024, 1e-3),
-        craft_speed("299 k agent steps/s", "env_only_agent_steps_per_s", 1024, 1e-3),
-        craft_speed("6%", "ippo_fraction_of_env_only", 16, 100),
-        craft_speed("6%", "ippo_fraction_of_env_only", 64, 100),
+        craft_speed("12.3 k", "ippo_agent_steps_per_s", 16, 1e-3, count=2),
+        craft_speed("10.5 k", "ippo_agent_steps_per_s", 64, 1e-3, count=2),
+        craft_speed("14.8 k", "ippo_agent_steps_per_s", 256, 1e-3, count=2),
+        craft_speed("14.8k", "ippo_agent_steps_per_s", 256, 1e-3),
+        craft_speed("10.0 k", "ippo_agent_steps_per_s", 1024, 1e-3),
+        craft_speed("10.0 k agent steps/s", "ippo_agent_steps_per_s", 1024, 1e-3),
+        craft_speed("244 k", "env_only_agent_steps_per_s", 16, 1e-3, count=2),
+        craft_speed("348 k", "env_only_agent_steps_per_s", 64, 1e-3, count=2),
+        craft_speed("328 k", "env_only_agent_steps_per_s", 256, 1e-3, count=2),
+        craft_speed("268 k", "env_only_agent_steps_per_s", 1024, 1e-3, count=2),
+        craft_speed("5%", "ippo_fraction_of_env_only", 16, 100),
+        craft_speed("3%", "ippo_fraction_of_env_only", 64, 100),
         craft_speed("5%", "ippo_fraction_of_env_only", 256, 100),
-        craft_speed("3%", "ippo_fraction_of_env_only", 1024, 100),
-        craft_speed("4%", "mappo_fraction_of_env_only", 16, 100),
-        craft_speed("2%", "mappo_fraction_of_env_only", 1024, 100),
-        craft_speed("25 h", "ippo_hours_per_billion_agent_steps", 256, 1),
+        craft_speed("4%", "ippo_fraction_of_env_only", 1024, 100),
+        craft_speed("2%", "mappo_fraction_of_env_only", 16, 100),
+        craft_speed("3%", "mappo_fraction_of_env_only", 1024, 100),
+        craft_speed("19 h", "ippo_hours_per_billion_agent_steps", 256, 1),
         # Craft's two observation encodings, at 256 environments
         Stated(
             "2.1x",
@@ -266,12 +268,12 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("10.1k", ENCODINGS, "points.2.symbolic.env_only_to_host.agent_steps_per_s", 1e-3),
         # prompts and the GPU suite
         field(
-            "858,000 dining prompts/s",
+            "418,000 dining prompts/s",
             "prompt_throughput_cpu.json",
             "results.0.prompts_per_s_median",
         ),
         field(
-            "47,700 Craft prompts/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"
+            "31,000 Craft prompts/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"
         ),
         Stated("10,000/s", "target: prompts built per second"),
         Stated("420 s", "setting: the full GPU suite's time budget", gpu_suite_budget_s),
@@ -289,6 +291,22 @@ PROSE: dict[str, tuple[Stated, ...]] = {
             )
             for num_envs, text in zip(CRAFT_POINTS, figures, strict=True)
         ),
+        *(
+            Stated(text, f"history: {CRAFT_SPEED} at c1622b2, {what} at {num_envs} envs")
+            for what, figures in (
+                ("env_only_agent_steps_per_s", ("150 k", "146 k", "226 k", "299 k agent steps/s")),
+                ("ippo_agent_steps_per_s", ("8.3 k", "8.6 k", "11.2 k", "8.4 k")),
+            )
+            for num_envs, text in zip(CRAFT_POINTS, figures, strict=True)
+        ),
+        Stated("21 M philosopher steps/s", UNPUBLISHED_RUN),
+        field(
+            "239 M", "dining_throughput_cpu.json", "best.N5_hashed.philosopher_steps_per_s", 1e-6
+        ),
+        Stated("209 M", "history: dining_throughput_cpu.json at d8dfe7e, best.N5_hashed"),
+        Stated("858,000/s", "history: prompt_throughput_cpu.json at eca27d0, dining median"),
+        field("31,000/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"),
+        Stated("44,000/s", UNPUBLISHED_RUN),
         *(
             Stated(text, f"history: env-only at {num_envs} envs, now over its run at eda2309")
             for text, num_envs in (("2.1x", 16), ("1.05x", 64), ("1.3x", 1024))

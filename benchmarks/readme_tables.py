@@ -167,7 +167,7 @@ def dining_throughput() -> str:
         "| plain-Python engine | ratio |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for n in results["config"]["table_sizes"]:
+    for n in results["config"]["num_agents"]:
         hashed, random = results["best"][f"N{n}_hashed"], results["best"][f"N{n}_uniform_random"]
         engine = results["python_engine"][str(n)]["philosopher_steps_per_s"]
         lines.append(
