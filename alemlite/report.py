@@ -47,15 +47,20 @@ def report_path(out: Path, label: str, config: Mapping[str, Any]) -> Path:
 
 
 def write_report(
-    path: Path, config: Mapping[str, Any], episodes: Mapping[str, np.ndarray]
+    path: Path,
+    config: Mapping[str, Any],
+    episodes: Mapping[str, np.ndarray],
+    provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write config, summary and per-episode values to `path` (JSON); returns the summary."""
+    """Write config, summary and per-episode values to `path` (JSON), with the run's
+    `provenance` block (commit, dirty flag, command) when given; returns the summary."""
     summary = summarise(episodes)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {
         "config": dict(config),
         "summary": summary,
         "episodes": {name: np.asarray(values).tolist() for name, values in episodes.items()},
+        **({"provenance": dict(provenance)} if provenance is not None else {}),
     }
     path.write_text(json.dumps(body, indent=2, default=str) + "\n")
     return summary

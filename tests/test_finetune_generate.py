@@ -224,7 +224,8 @@ def test_a_generate_run_reports_compares_and_resumes_exactly(dining, tiny_model,
     2 more with --resume, end with the same adapters and the same curve."""
     from alemlite_app.cli import main
 
-    summary = finetune(run_config(dining, tmp_path / "whole"), model=tiny_model)
+    stamp = {"commit": "0" * 40, "dirty": False, "command": "alemlite finetune ..."}
+    summary = finetune(run_config(dining, tmp_path / "whole"), lambda: stamp, tiny_model)
     finetune(run_config(dining, tmp_path / "parts", num_updates=2), model=tiny_model)
     resumed = run_config(dining, tmp_path / "parts", resume=True)
     with pytest.raises(alemlite.ConfigError, match="was trained with other settings"):
@@ -253,6 +254,7 @@ def test_a_generate_run_reports_compares_and_resumes_exactly(dining, tiny_model,
     for report in reports:
         body = json.loads(report.read_text())
         assert body["config"]["decoding"] == "generate" and "parse_rate" in body["episodes"]
+        assert body["provenance"] == stamp  # each report names the code that made it
     main(["compare", str(reports[0]), str(reports[1]), "--out", str(tmp_path / "compare.json")])
     compared = json.loads((tmp_path / "compare.json").read_text())["metrics"]
     assert {"episode_return", "parse_rate"} <= set(compared)

@@ -24,8 +24,10 @@ def held_out_report(
     adapters: str,
     episodes: dict[str, np.ndarray],
     size: int,
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write the test episodes played with `adapters` ("start" or "best") to `path`."""
+    """Write the test episodes played with `adapters` ("start" or "best") to `path`, with
+    the run's provenance so that the report names the code that made it."""
     settings = {
         "env": config.env,
         "options": dataclasses.asdict(table_options(config.options, size)),
@@ -41,7 +43,7 @@ def held_out_report(
         "episodes": config.test_episodes,
         "seed": config.test_seed,
     }
-    return write_report(path, settings, episodes)
+    return write_report(path, settings, episodes, provenance)
 
 
 def held_out_summary(

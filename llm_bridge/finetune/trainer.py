@@ -363,9 +363,11 @@ class Finetuner:
 
     def _report(self, name: str, rollout: Rollout, size: int) -> dict[str, Any]:
         path = self.out / "reports" / f"{name}.json"
+        provenance = self.provenance() if self.provenance else None
         return held_out_report(
-            path, self.config, self.model_name, self.prompt, name, rollout.episodes, size
-        )
+            path, self.config, self.model_name, self.prompt, name, rollout.episodes, size,
+            provenance,
+        )  # fmt: skip
 
     def _finish(self, progress: dict[str, Any]) -> dict[str, Any]:
         config = self.config
