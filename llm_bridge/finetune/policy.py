@@ -32,6 +32,8 @@ from llm_bridge.clients.hf_backend import loaded_model, prompt_tokens, shared_pr
 from llm_bridge.clients.hf_engine import Engine, Row, pack
 from llm_bridge.finetune.config import LoraConfig
 
+# One budget for all of a rollout's scoring engines: TeamTR has one per seat, and with a
+# budget each the five seats of N = 5 held five times the memory.
 ENGINE_CACHE_BYTES = 1 << 30
 
 
@@ -146,7 +148,8 @@ class LanguagePolicy:
     # ---- scoring ---------------------------------------------------------------------------
     def engine(self) -> Engine:
         """A scorer for one rollout of the active adapter (its cache belongs to these weights)."""
-        return Engine(self.model.get_base_model(), self.pad, ENGINE_CACHE_BYTES)
+        budget = ENGINE_CACHE_BYTES // len(self.adapters)
+        return Engine(self.model.get_base_model(), self.pad, budget)
 
     @torch.no_grad()
     def score(self, engine: Engine, tokens: list[np.ndarray], legal: list[np.ndarray]) -> list:
