@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import jax
+import pytest
 
 # Many files compile the same programs (a Craft step of one size, a dining rollout): a
 # persistent compilation cache lets each be compiled once per session and machine, by
@@ -13,3 +14,16 @@ CACHE = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-compilation
 def pytest_configure(config):
     jax.config.update("jax_compilation_cache_dir", str(CACHE))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch on one thread for a module: the tests' models are too small to share out (a
+    second thread waits at every barrier beside the other test worker), and one thread
+    sums in the same order on every machine, so a learning test's run is the same in CI."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -29,6 +29,8 @@ from llm_bridge.finetune.rollout import Table  # noqa: E402
 from llm_bridge.finetune.trainer import finetune  # noqa: E402
 from tests.tiny_lm import dining_llama  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 # What the tiny model's first test episodes score (about -1.4: it deadlocks often) leaves
 # room for a rise of 0.5 that 10 updates reach with each objective.
 MARGIN = 0.5

@@ -35,18 +35,10 @@ from llm_bridge.finetune.trainer import finetune  # noqa: E402
 from llm_bridge.runner import parse_feedback_note  # noqa: E402
 from tests.tiny_lm import dining_llama  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 TEMPERATURE = 0.7  # not 1: the stored and recomputed log-probabilities must both scale
 MAX_TOKENS = 5
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """torch on one thread, as the runs' --hf-threads 1: a tiny model's operations are too
-    small to share, and a second thread waits at every barrier on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
