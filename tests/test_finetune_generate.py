@@ -247,6 +247,12 @@ def test_a_generate_run_reports_compares_and_resumes_exactly(dining, tiny_model,
         body = json.loads(report.read_text())
         assert body["config"]["decoding"] == "generate" and "parse_rate" in body["episodes"]
         assert body["provenance"] == stamp  # each report names the code that made it
+    kept = json.loads((tmp_path / "whole" / "best" / "provenance.json").read_text())
+    assert kept == {
+        "update": summary["best_update"],
+        "validation_return": summary["best_validation_return"],
+        "provenance": stamp,
+    }  # the kept adapters name their update and code when read alone
     main(["compare", str(reports[0]), str(reports[1]), "--out", str(tmp_path / "compare.json")])
     compared = json.loads((tmp_path / "compare.json").read_text())["metrics"]
     assert {"episode_return", "parse_rate"} <= set(compared)

@@ -331,6 +331,7 @@ class Finetuner:
             progress["best"] = {"update": progress["update"], "validation_return": value}
             self.policy.save(self.out / "best")
             torch.save(self._adapter_states(), self.out / "best" / "adapters.pt")
+            self._stamp_best(progress["best"])
             row["best"] = True
         progress["stale"] = 0 if improved else progress["stale"] + 1
         if not final_stage and progress["stale"] >= curriculum.patience:
@@ -360,6 +361,12 @@ class Finetuner:
         lines = path.read_text().splitlines() if path.exists() else []
         kept = [line for line in lines if json.loads(line)["update"] <= updates]
         path.write_text("".join(line + "\n" for line in kept))
+
+    def _stamp_best(self, best: dict[str, Any]) -> None:
+        """Name the kept adapters' update and the code that made them beside them: peft's
+        `adapter_config.json` has no place for either, and the adapters travel alone."""
+        stamp = {**best, **({"provenance": self.provenance()} if self.provenance else {})}
+        (self.out / "best" / "provenance.json").write_text(json.dumps(stamp, indent=2) + "\n")
 
     def _report(self, name: str, rollout: Rollout, size: int) -> dict[str, Any]:
         path = self.out / "reports" / f"{name}.json"
