@@ -11,9 +11,23 @@ import pytest
 CACHE = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-compilation"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--compile-report", metavar="DIR", default=None,
+        help="write each test's JAX trace, lowering and compile seconds to DIR "
+        "(tests/compile_report.py)",
+    )  # fmt: skip
+
+
 def pytest_configure(config):
     jax.config.update("jax_compilation_cache_dir", str(CACHE))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    folder = config.getoption("--compile-report")
+    if folder:
+        from tests.compile_report import CompileReport
+
+        worker = getattr(config, "workerinput", {}).get("workerid", "main")
+        config.pluginmanager.register(CompileReport(Path(folder), worker), "compile_report")
 
 
 @pytest.fixture(scope="module")
