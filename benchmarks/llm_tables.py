@@ -140,8 +140,20 @@ def finetune_smollm2() -> str:
         "return, best | Welch p | Hedges' g, best - start | zero meals, start / best |",
         "| --- | --- | --- | ---: | --- | --- | ---: | ---: | --- |",
     ]
-    for path in sorted((RESULTS_DIR / "finetune_dining_smollm2").glob("*/summary.json")):
-        run = json.loads(path.read_text())
+    runs = [
+        json.loads(path.read_text())
+        for path in (RESULTS_DIR / "finetune_dining_smollm2").glob("*/summary.json")
+    ]
+    # Grouped by reward, the default (`shaped`) first; objectives in the command's order.
+    order = ("grpo", "srpo", "teamtr")
+    runs.sort(
+        key=lambda run: (
+            run["config"]["options"]["reward"] != "shaped",
+            run["config"]["options"]["reward"],
+            order.index(run["algorithm"]),
+        )
+    )
+    for run in runs:
         options, test = run["config"]["options"], run["test"]
         comparison, zero = test["comparison"], test["zero_share"]
         rows.append(
