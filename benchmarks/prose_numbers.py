@@ -317,6 +317,10 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("1,689 s", f"{SRPO_RUN}/summary.json", "train_seconds"),
         field("1,402 s", f"{TEAMTR_RUN}/summary.json", "train_seconds"),
         Stated("19%", f"history: {TEAMTR_RUN} at ccdf82f, test.zero_share.best"),
+        *(
+            Stated(size, "model size in the source study's abstract (arXiv 2606.07845)")
+            for size in ("8B", "14B")
+        ),
         Stated(
             "0.9 s",
             f"{SRPO_RUN}: train_seconds over the turns in curve.jsonl",
