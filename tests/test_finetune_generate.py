@@ -240,19 +240,22 @@ def test_a_generate_run_reports_compares_and_resumes_exactly(dining, tiny_model,
     assert curve("parts") == curve("whole")
     assert all(0 <= row["unparsed"] <= 1 for row in curve("whole") if row["update"] > 0)
     recorded = json.loads((tmp_path / "whole" / "config.json").read_text())
-    assert (recorded["decoding"], recorded["max_tokens"]) == ("generate", 4)
+    assert (recorded["settings"]["decoding"], recorded["settings"]["max_tokens"]) == ("generate", 4)
+    assert recorded["provenance"] == stamp  # the settings name the code that started the run
     assert set(summary["test"]["parse_rate"]) == {"start", "best"}
     reports = [tmp_path / "whole" / "reports" / f"{name}.json" for name in ("start", "best")]
     for report in reports:
         body = json.loads(report.read_text())
         assert body["config"]["decoding"] == "generate" and "parse_rate" in body["episodes"]
         assert body["provenance"] == stamp  # each report names the code that made it
-    kept = json.loads((tmp_path / "whole" / "best" / "provenance.json").read_text())
-    assert kept == {
-        "update": summary["best_update"],
-        "validation_return": summary["best_validation_return"],
-        "provenance": stamp,
-    }  # the kept adapters name their update and code when read alone
+    stamps = sorted((tmp_path / "whole" / "best").glob("*/provenance.json"))
+    assert [path.parent.name for path in stamps] == [f"seat_{seat}" for seat in range(3)]
+    for path in stamps:  # each kept adapter names its update and code when it travels alone
+        assert json.loads(path.read_text()) == {
+            "update": summary["best_update"],
+            "validation_return": summary["best_validation_return"],
+            "provenance": stamp,
+        }
     main(["compare", str(reports[0]), str(reports[1]), "--out", str(tmp_path / "compare.json")])
     compared = json.loads((tmp_path / "compare.json").read_text())["metrics"]
     assert {"episode_return", "parse_rate"} <= set(compared)

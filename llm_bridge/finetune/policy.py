@@ -20,6 +20,7 @@ run once and its keys and values are shared by all rows, with gradients flowing 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,9 +129,13 @@ class LanguagePolicy:
             for name, value in state.items():
                 named[name].copy_(value)
 
-    def save(self, directory: Path) -> None:
-        """Every adapter in peft's format (`adapter_model.safetensors` per adapter)."""
+    def save(self, directory: Path, stamp: dict[str, Any]) -> None:
+        """Every adapter in peft's format (`adapter_model.safetensors` per adapter), with
+        `stamp` as its `provenance.json`: peft's `adapter_config.json` has no place for where
+        the weights came from, and an adapter folder travels alone (`--hf-adapter`)."""
         self.model.save_pretrained(str(directory), selected_adapters=list(self.adapters))
+        for adapter in self.adapters:  # peft writes each named adapter to its own folder
+            (directory / adapter / "provenance.json").write_text(json.dumps(stamp, indent=2) + "\n")
 
     # ---- prompts ---------------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:

@@ -23,9 +23,9 @@ With `--decoding generate` turns are sampled replies (`generation.py`): each upd
 of the curve says the share of its replies that went unparsed (`unparsed`), and the test
 reports carry each episode's `parse_rate`, as eval-llm's do.
 
-Run folder: `config.json`, `curve.jsonl` (one line per update, appended as it happens),
-`checkpoint/` (for `--resume`), `best/` (peft adapters), `reports/start.json`,
-`reports/best.json`, `summary.json`, `curve.png`.
+Run folder: `config.json` (settings and provenance), `curve.jsonl` (one line per update,
+appended as it happens), `checkpoint/` (for `--resume`), `best/` (peft adapters, each with a
+`provenance.json`), `reports/start.json`, `reports/best.json`, `summary.json`, `curve.png`.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class Finetuner:
                 has_checkpoint(self.out / "checkpoint"),
                 f"resume=True but out={self.out} holds no checkpoint; drop --resume",
             )
-            recorded = json.loads(record_path.read_text())
+            recorded = json.loads(record_path.read_text()).get("settings")
             require(
                 recorded == json.loads(json.dumps(config.record())),
                 f"out={self.out} was trained with other settings; resume with its "
@@ -160,7 +160,9 @@ class Finetuner:
                 not has_checkpoint(self.out / "checkpoint"),
                 f"out={self.out} holds a run; pass --resume to continue it or choose another --out",
             )
-            record_path.write_text(json.dumps(config.record(), indent=2) + "\n")
+            # The settings a resume must match, and the code and tree that started the run.
+            record = {"settings": config.record(), **self._provenance()}
+            record_path.write_text(json.dumps(record, indent=2) + "\n")
         first = self.table(config.sizes[0])
         torch.manual_seed(config.seed)
         if self.model is None:
@@ -329,9 +331,8 @@ class Finetuner:
         best = progress["best"]
         if final_stage and (best is None or value > best["validation_return"]):
             progress["best"] = {"update": progress["update"], "validation_return": value}
-            self.policy.save(self.out / "best")
+            self.policy.save(self.out / "best", {**progress["best"], **self._provenance()})
             torch.save(self._adapter_states(), self.out / "best" / "adapters.pt")
-            self._stamp_best(progress["best"])
             row["best"] = True
         progress["stale"] = 0 if improved else progress["stale"] + 1
         if not final_stage and progress["stale"] >= curriculum.patience:
@@ -362,11 +363,8 @@ class Finetuner:
         kept = [line for line in lines if json.loads(line)["update"] <= updates]
         path.write_text("".join(line + "\n" for line in kept))
 
-    def _stamp_best(self, best: dict[str, Any]) -> None:
-        """Name the kept adapters' update and the code that made them beside them: peft's
-        `adapter_config.json` has no place for either, and the adapters travel alone."""
-        stamp = {**best, **({"provenance": self.provenance()} if self.provenance else {})}
-        (self.out / "best" / "provenance.json").write_text(json.dumps(stamp, indent=2) + "\n")
+    def _provenance(self) -> dict[str, Any]:
+        return {"provenance": self.provenance()} if self.provenance else {}
 
     def _report(self, name: str, rollout: Rollout, size: int) -> dict[str, Any]:
         path = self.out / "reports" / f"{name}.json"
@@ -400,7 +398,7 @@ class Finetuner:
             "train_seconds": round(progress["seconds"], 1),
             "test": held_out_summary(start, best.episodes, headline),
             "config": config.record(),
-            **({"provenance": self.provenance()} if self.provenance else {}),
+            **self._provenance(),
         }
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         plot_curve(self.out / "curve.jsonl", self.out / "curve.png", config.algorithm)
