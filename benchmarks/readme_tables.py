@@ -182,6 +182,35 @@ def _met(value: float, target: float, higher_is_better: bool = True) -> str:
     return "met" if (value >= target if higher_is_better else value <= target) else "not met"
 
 
+def craft_headline() -> str:
+    """The Craft comparison in one line: alem-env with auto-reset and its transition alone,
+    Craftax-Classic without reset, and each side's team, map and JAX version."""
+    results = load("craft_throughput_cpu.json")
+    config, ratios = results["config"], results["ratios"]
+
+    def side(peer: str, mode: str) -> str:
+        row = next(r for r in results["peers"] if (r.get("peer"), r.get("mode")) == (peer, mode))
+        shape = row.get("map_size")
+        where = " x ".join(map(str, shape)) if shape else "map size not recorded"
+        agents = "agent" if row["num_agents"] == 1 else "agents"
+        return f"{row['num_agents']} {agents}, {where}, JAX {row['jax_version']}"
+
+    def ratio(key: str) -> float:
+        return ratios[key]["at_ratio_envs"]["ratio"]
+
+    no_reset = ratio("craftax/no_reset")
+    return (
+        f"At {config['ratio_envs']} environments, alemlite ({config['num_agents']} agents, "
+        f"{config['map_size']} x {config['map_size']}, JAX {results['libraries']['jax']}) "
+        f"steps **{ratio('alem/step'):.0f}x** as fast as alem-env with auto-reset (its `step` "
+        f"generates a new world on every step) and **{ratio('alem/step_env'):.1f}x** on the "
+        f"transition alone (`step_env`; alem-env: {side('alem', 'step')}); against "
+        f"Craftax-Classic without reset ({side('craftax', 'no_reset')}) it is "
+        f"{no_reset:.1f}x in env steps and {no_reset * config['num_agents']:.1f}x in agent "
+        "steps."
+    )
+
+
 def craft_throughput() -> str:
     """alemlite's Craft rates beside alem-env and Craftax-Classic, timed in one run: each
     ratio at 64 environments (the peers' own benchmark batch; the median of the rounds in
@@ -490,6 +519,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "coordination_study": coordination_study,
     "study_aggregates": study_aggregates,
     "dining_throughput": dining_throughput,
+    "craft_headline": craft_headline,
     "craft_throughput": craft_throughput,
     "pretrained": pretrained,
     "craft_reference_teams": craft_reference_teams,

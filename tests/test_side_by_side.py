@@ -2,6 +2,7 @@
 compiled or timed): which batches each peer is timed at, where its sweep stops, and which
 rows each reported ratio comes from."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,17 @@ def test_the_median_ratio_is_of_the_rounds_ratios_not_of_the_median_rates():
     assert at["ratio"] == 100.0
     assert (at["alemlite_env_steps_per_s"], at["peer_env_steps_per_s"]) == (100.0, 2.0)
     assert [r["ratio"] for r in at["rounds"]] == [100.0, 200.0, 30.0]
+
+
+def test_a_peer_line_names_its_map_and_jax_version(capsys):
+    """Each peer's report names its world's size and JAX version, the headline's per-side
+    setup (a peer's step costs with its map as much as with its batch)."""
+    import jax
+
+    from benchmarks.peers.protocol import report
+
+    timing = {"compile_s": 1.0, "median_s": 0.5, "min_s": 0.4, "max_s": 0.6, "repeats": 3}
+    report("alem", "step", 4, 8, 3, timing, (48, 64))
+    line = json.loads(capsys.readouterr().out)
+    assert (line["map_size"], line["jax_version"]) == ([48, 64], jax.__version__)
+    assert (line["env_steps_per_s"], line["agent_steps_per_s"]) == (64.0, 192.0)

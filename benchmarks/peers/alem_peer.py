@@ -56,7 +56,10 @@ def main() -> None:
             jax.random.PRNGKey(0),
             repeats=args.repeats,
         )
-        report("alem", mode, args.num_envs, args.steps, args.num_agents, timing)
+        report(
+            "alem", mode, args.num_envs, args.steps, args.num_agents, timing,
+            env.static_env_params.map_size,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ def main() -> None:
         timing = time_compiled(
             rollout(env, args.num_envs, args.steps), jax.random.PRNGKey(0), repeats=args.repeats
         )
-        report("craftax", mode, args.num_envs, args.steps, 1, timing)
+        report(
+            "craftax", mode, args.num_envs, args.steps, 1, timing,
+            env.static_env_params.map_size,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

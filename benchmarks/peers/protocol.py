@@ -55,8 +55,17 @@ def arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def report(peer: str, mode: str, num_envs: int, steps: int, num_agents: int, timing: dict):
-    """One JSON line on stdout, read by the main benchmark."""
+def report(
+    peer: str,
+    mode: str,
+    num_envs: int,
+    steps: int,
+    num_agents: int,
+    timing: dict,
+    map_size: tuple[int, int],
+):
+    """One JSON line on stdout, read by the main benchmark; `map_size` is the peer's world
+    (rows, columns), which sets its step's cost as much as the batch does."""
     env_steps = num_envs * steps / timing["median_s"]
     print(
         json.dumps(
@@ -68,6 +77,7 @@ def report(peer: str, mode: str, num_envs: int, steps: int, num_agents: int, tim
                 "env_steps_per_s": env_steps,
                 "agent_steps_per_s": env_steps * num_agents,
                 "timing": timing,
+                "map_size": [int(side) for side in map_size],
                 "jax_version": jax.__version__,
                 "device_kind": jax.devices()[0].device_kind,
             }
