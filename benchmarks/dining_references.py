@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 import tyro
+from scipy import stats
 
 import alemlite
 import baselines
@@ -140,16 +141,28 @@ def choose(runs: dict[str, dict]) -> tuple[str, int]:
 
 
 def p_value(p: float) -> str:
-    """A p-value; one below float precision (two nearly constant samples) prints as < 1e-300."""
+    """A p-value; one below float precision (two nearly constant samples) prints as < 1e-300,
+    an undefined one (samples without spread) as such."""
+    if np.isnan(p):
+        return "undefined"
     return f"{p:.2g}" if p > 0 else "< 1e-300"
+
+
+def by_seed_p(seed_returns: list[float], scripted_mean: float) -> float:
+    """One-sided p that the method's seeds (each its best checkpoint on the test episodes)
+    score above `scripted_mean`: a one-sample t-test over seeds, the replicates that a
+    new training run would draw (the episodes' p says only that this seed is better)."""
+    return float(stats.ttest_1samp(seed_returns, scripted_mean, alternative="greater").pvalue)
 
 
 def card(name: str, results: dict, results_file: str) -> str:
     """The shipped policy's card: method, budget, seeds, held-out return, every scripted
-    policy on the same test episodes, and where it falls short."""
+    policy on the same test episodes (over episodes for the shipped seed, over seeds for
+    the method), and where it falls short."""
     chosen = results["chosen"]
     run = results["runs"][chosen["algorithm"]]
     test = results["test"]
+    seeds = run["best"]["return_per_seed"]
     steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
     lines = [
         f"# {name}",
@@ -169,19 +182,33 @@ def card(name: str, results: dict, results_file: str) -> str:
         f"- trained with `{results['machine']['command']}` at commit "
         f"{results['machine']['commit'][:12]}; numbers from `{results_file}`",
         "",
-        "| scripted policy | return (same test episodes) | Welch p | beaten (p < 0.01) |",
-        "| --- | --- | --- | --- |",
+        f"| scripted policy | return (same test episodes) | Welch p, episodes | "
+        f"beaten (p < {SIGNIFICANCE}) | t-test p, {len(seeds)} seeds | beaten by seed |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
+    short, short_by_seed = [], []
     for policy, summary in test["scripted"].items():
+        p_seeds = by_seed_p(seeds, summary["return"]["mean"])
+        by_seed = p_seeds < SIGNIFICANCE  # undefined (False) when every seed scores its mean
+        short += [] if summary["beaten"] else [policy]
+        short_by_seed += [] if by_seed else [policy]
         lines.append(
             f"| {policy} | {format_interval(summary['return'])} | {p_value(summary['welch_p'])} "
-            f"| {'yes' if summary['beaten'] else 'no'} |"
+            f"| {'yes' if summary['beaten'] else 'no'} | {p_value(p_seeds)} "
+            f"| {'yes' if by_seed else 'no'} |"
         )
-    short = [policy for policy, summary in test["scripted"].items() if not summary["beaten"]]
-    lines += [
-        "",
-        f"Falls short of: {', '.join(short)}." if short else "Beats every scripted policy.",
-    ]
+    lines.append("")
+    if not short and not short_by_seed:
+        lines.append("Beats every scripted policy, over episodes and by seed.")
+    else:
+        if short:
+            lines.append(f"Falls short over episodes of: {', '.join(short)}.")
+        if short_by_seed:
+            lines.append(
+                f"By seed, {chosen['algorithm'].upper()}'s margin is not significant at "
+                f"p < {SIGNIFICANCE} over: {', '.join(short_by_seed)} (a new training run "
+                "may score below them)."
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -75,3 +75,16 @@ def test_a_shipped_reference_card_is_the_one_its_json_renders(name):
     results = readme_tables.load(results_file)
     card = (baselines.PRETRAINED_DIR / name / "CARD.md").read_text()
     assert card == dining_references.card(name, results, results_file)
+
+
+def test_a_card_tests_the_method_by_seed_as_well_as_the_shipped_seed_by_episode():
+    """The N = 3 `paper` reference: its shipped seed beats every scripted policy over the
+    test episodes, but two of its method's four seeds end at 0.50, so by seed it does not."""
+    results = readme_tables.load("dining_reference_3_paper.json")
+    card = dining_references.card("dining-3-paper", results, "dining_reference_3_paper.json")
+    rows = [line.split(" | ") for line in card.splitlines() if line.startswith("| all_wait")]
+    assert [row[3:] for row in rows] == [["yes", "0.51", "no |"]]
+    assert "By seed, MAPPO's margin is not significant" in card
+    assert dining_references.by_seed_p([1.0, 2.0, 3.0], 0.0) < 0.05
+    assert dining_references.by_seed_p([1.0, 2.0, 3.0], 3.0) > 0.5  # one-sided: above only
+    assert dining_references.p_value(dining_references.by_seed_p([2.0, 2.0], 2.0)) == "undefined"
