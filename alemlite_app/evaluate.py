@@ -31,7 +31,7 @@ from alemlite.evaluation import check_episode_seeds
 from alemlite.evaluation import evaluate as evaluate_policy
 from alemlite.outputs import writable_folder
 from alemlite.report import format_table, report_path, write_report
-from baselines.seats import Seat, parse_seat, team_policy, team_seats
+from baselines.seats import Seat, parse_seat, resolve_best, team_policy, team_seats
 from llm_bridge.gap.config import GapConfig
 from llm_bridge.leaderboard import LeaderboardConfig
 from llm_bridge.options import LLMOptions, PromptSwitches
@@ -54,7 +54,8 @@ class EvalConfig:
     """the environment's options; `--env NAME --help` lists them"""
     team: tuple[str, ...] = ()
     """one spec per seat, or one for every seat: NAME or policy:NAME (a scripted policy),
-    checkpoint:NAME (a trained agent), llm, llm:MODEL or llm:MODEL@URL (a language model);
+    checkpoint:NAME (a trained agent; checkpoint:best: the shipped reference closest to these
+    options), llm, llm:MODEL or llm:MODEL@URL (a language model);
     default: `eval` plays the environment's default policy, `eval-llm` llm"""
     episodes: int = 32
     seed: int = 0
@@ -78,6 +79,7 @@ class EvalConfig:
         check_episode_seeds(self.seed, self.episodes)
         for spec in self.team:
             parse_seat(spec)
+        object.__setattr__(self, "team", resolve_best(self.team, self.env, self.options))
         if self.shard is not None:
             parse_shard(self.shard, self.episodes)
         require(

@@ -5,7 +5,8 @@ A spec names what plays one seat:
 - `NAME` or `policy:NAME`: a scripted policy of the environment's spec
   (`alemlite.spec(env.name).policy(NAME, env)`);
 - `checkpoint:NAME`: a trained agent, by shipped name or exported `policy/` directory
-  (`baselines.load(NAME).state_policy(env)`);
+  (`baselines.load(NAME).state_policy(env)`); `checkpoint:best` is the shipped reference
+  of the setting (`baselines.references`), named in its place by `resolve_best`;
 - `llm` or `llm:MODEL` (`MODEL@URL`): a language model, which `llm_bridge` seats; here it
   is only recognised, as it is no policy of the compiled step.
 
@@ -21,7 +22,9 @@ from typing import NamedTuple
 import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.errors import ConfigError, require
+from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import Policy, seat_policies
+from baselines.references import BEST, best_checkpoint
 
 KINDS = ("policy", "checkpoint", "llm")
 SPEC_FORMS = "NAME or policy:NAME (a scripted policy), checkpoint:NAME (a trained agent), llm"
@@ -49,6 +52,18 @@ def parse_seat(spec: str) -> Seat:
 def _named(name: str, spec: str) -> str:
     require(name != "", f"--team seat {spec!r} names nothing; a seat is {SPEC_FORMS} or llm:MODEL")
     return name
+
+
+def resolve_best(team: Sequence[str], env_name: str, options: EnvOptions) -> tuple[str, ...]:
+    """`team` with each `checkpoint:best` replaced by the shipped reference it stands for
+    here, so that a run records the checkpoint it played."""
+    if all(parse_seat(spec) != Seat("checkpoint", BEST) for spec in team):
+        return tuple(team)
+    name = best_checkpoint(env_name, options)
+    return tuple(
+        f"checkpoint:{name}" if parse_seat(spec) == Seat("checkpoint", BEST) else spec
+        for spec in team
+    )
 
 
 def team_seats(team: Sequence[str], num_seats: int) -> tuple[Seat, ...]:

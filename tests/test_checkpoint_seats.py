@@ -252,3 +252,35 @@ def test_an_unknown_policy_name_lists_the_shipped_ones():
         baselines.load("ippo-dining-50")
     assert str(refusal.value).startswith("ippo-dining-50: no such policy; choose one of (")
     assert "'ippo-dining-5'" in str(refusal.value)
+
+
+@pytest.mark.parametrize("num_agents, reward", [(3, "paper"), (5, "shaped"), (15, "shaped")])
+def test_checkpoint_best_seats_the_shipped_reference_of_the_setting(num_agents, reward):
+    """At N = 5 `ippo-dining-5` plays with no option off too; the reference with a card
+    (chosen on validation among the algorithms) is the one seated, and the run records it."""
+    from alemlite_app.evaluate import EvalConfig
+
+    options = alemlite.spec("dining").options(num_agents=num_agents, reward=reward)
+    config = EvalConfig(env="dining", options=options, team=("checkpoint:best", "backoff"))
+    assert config.team == (f"checkpoint:dining-{num_agents}-{reward}", "backoff")
+
+
+def test_checkpoint_best_where_nothing_shipped_plays_is_one_line():
+    from alemlite_app.evaluate import EvalConfig
+
+    options = alemlite.spec("dining").options(num_agents=7)
+    with pytest.raises(ConfigError, match=r"^checkpoint:best: no shipped checkpoint plays dining "):
+        EvalConfig(env="dining", options=options, team=("checkpoint:best",))
+
+
+def test_the_gap_reference_is_the_one_checkpoint_best_seats():
+    from baselines.references import best_checkpoint
+    from llm_bridge.gap.config import GapConfig
+    from llm_bridge.gap.plan import plan_stratum
+
+    config = GapConfig(env="dining", team_sizes=(5, 10), scripted=("backoff",))
+    for stratum in config.strata():
+        plan = plan_stratum(alemlite.spec("dining"), stratum, config)
+        expected = best_checkpoint("dining", stratum.options)
+        assert plan.references["marl"] == f"marl:{expected}"
+        assert expected == f"dining-{stratum.team_size}-shaped"

@@ -15,6 +15,7 @@ from alemlite.core.errors import ConfigError, require
 from alemlite.core.registry import DEFAULT_ENV, resolve_options
 from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import check_episode_seeds
+from baselines.references import shipped_for
 from llm_bridge.options import LLMOptions, PromptSwitches
 
 GAP_RUNS = Path("runs/gap")
@@ -117,7 +118,7 @@ class GapConfig:
         self.strata()  # every stratum's options are checked now, before anything runs
         self.scripted_teams()
         if self.checkpoints is None:
-            object.__setattr__(self, "checkpoints", shipped_checkpoints(self.env))
+            object.__setattr__(self, "checkpoints", shipped_for(self.env))
         for name in self.checkpoints:
             baselines.load(name)
 
@@ -151,12 +152,3 @@ class GapConfig:
     @property
     def out_dir(self) -> Path:
         return GAP_RUNS / self.env if self.out is None else self.out
-
-
-def shipped_checkpoints(env: str) -> tuple[str, ...]:
-    """The shipped checkpoints trained on `env`."""
-    return tuple(
-        name
-        for name in baselines.pretrained_names()
-        if baselines.load(name).description["env"]["name"] == env
-    )

@@ -4,13 +4,12 @@ checkpoint fits, why not."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
-import baselines
 from alemlite.core.errors import ConfigError
 from alemlite.core.spec import EnvSpec
+from baselines.references import Fit, closest, fit
 from llm_bridge.gap.config import GapConfig, Stratum
 
 KINDS = ("llm", "marl", "scripted", "mixed")
@@ -48,35 +47,29 @@ class StratumPlan:
 
 
 def plan_stratum(env_spec: EnvSpec, stratum: Stratum, config: GapConfig) -> StratumPlan:
-    """The stratum's teams. The MARL reference is the fitting checkpoint trained on the
-    stratum's own settings where there is one, else the first that fits (noted as played off
-    its training settings); the scripted reference is the spec's default team where it is
+    """The stratum's teams. The MARL reference is the closest checkpoint that plays the
+    stratum (`baselines.references`; noted where it was trained on other settings); the
+    scripted reference is the spec's default team where it is
     among the scripted ones."""
     plan = StratumPlan(stratum)
     env = env_spec.build(stratum.options)
     plan.teams.append(Team("llm", "", ("llm",)))
-    fitting: list[tuple[str, dict]] = []
+    fitting: list[Fit] = []
     for name in config.checkpoints or ():
-        policy = baselines.load(name)
         try:
-            policy.state_policy(env)
+            fitting.append(fit(name, env, stratum.options))
         except ConfigError as error:
             plan.notes.append(f"checkpoint {name} does not play here: {_after_name(error, name)}")
             continue
-        here = dataclasses.asdict(stratum.options)
-        off = {
-            key: (trained, here[key])
-            for key, trained in policy.recorded_settings.items()
-            if key in here and here[key] != trained
-        }
-        fitting.append((name, off))
         plan.teams.append(Team("marl", name, (f"checkpoint:{name}",)))
-    if fitting:
-        name, off = min(fitting, key=lambda entry: len(entry[1]))
-        plan.references["marl"] = f"marl:{name}"
-        if off:
-            played = ", ".join(f"{key}={was} (here {now})" for key, (was, now) in off.items())
-            plan.notes.append(f"MARL reference {name} was trained with {played}")
+    reference = closest(fitting)
+    if reference is not None:
+        plan.references["marl"] = f"marl:{reference.name}"
+        if reference.off:
+            played = ", ".join(
+                f"{key}={was} (here {now})" for key, (was, now) in reference.off.items()
+            )
+            plan.notes.append(f"MARL reference {reference.name} was trained with {played}")
     else:
         plan.references["marl"] = None
         plan.notes.append(
@@ -97,7 +90,7 @@ def plan_stratum(env_spec: EnvSpec, stratum: Stratum, config: GapConfig) -> Stra
                 "to a checkpoint"
             )
         else:
-            for name, _ in fitting:
+            for name in (candidate.name for candidate in fitting):
                 seats = ("llm",) * k + (f"checkpoint:{name}",) * (stratum.team_size - k)
                 plan.teams.append(Team("mixed", name, seats))
             plan.references["mixed"] = "mixed:" + plan.references["marl"].split(":", 1)[1]
