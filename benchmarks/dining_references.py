@@ -1,263 +1,56 @@
-"""The dining reference of one setting: every algorithm trained, the best on validation shipped.
-
-Trains each algorithm (several seeds vmapped in one run) on a dining table of `num_agents`
-philosophers under `reward`, picks the checkpoint with the highest validation return across
-algorithms and seeds (each run keeps its best checkpoint per seed, exported for its best seed),
-and replays that policy and every scripted policy on the same held-out test episodes, with a
-Welch test over episodes against each. Writes `dining_reference_{N}_{reward}.json` and the
-learning curves in a fresh folder under `runs/bench/dining_references/`, or, with `--publish`,
-into `benchmarks/results/` and `docs/figures/`, and ships the policy with its card as
-`baselines/pretrained/dining-{N}-{reward}` (`baselines.load("dining-5-shaped")`).
+"""The dining reference of one setting (`benchmarks.references`): IPPO and MAPPO trained on a
+table of `num_agents` philosophers under `reward`, the best on validation shipped as
+`baselines/pretrained/dining-{N}-{reward}` (`baselines.load("dining-5-shaped")`) with its
+card, the results in `dining_reference_{N}_{reward}.json`.
 
     python -m benchmarks.dining_references --num-agents 5 --reward shaped --num-updates 200
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-import numpy as np
 import tyro
-from scipy import stats
 
 import alemlite
-import baselines
-from alemlite.evaluation import evaluate
-from alemlite.stats import mean_ci, welch_t_test
-from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
-from baselines.common.reporting import to_json
-from baselines.common.trainer import make_env, train
-from baselines.train import reference_policies
-from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
-from benchmarks.provenance import begin_run
-
-FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
-PRETRAINED_DIR = Path(baselines.__file__).resolve().parent / "pretrained"
-DINING = alemlite.spec("dining")
-# A reference must beat a scripted policy by this Welch p-value over test episodes.
-SIGNIFICANCE = 0.01
+from alemlite.core.spec import EnvOptions
+from benchmarks import references
 
 
 @dataclass(frozen=True)
-class DiningReferencesConfig:
+class DiningReferencesConfig(references.ReferenceConfig):
     """Train every algorithm on one dining setting; ship the best on validation seeds."""
 
+    env_name: ClassVar[str] = "dining"
     num_agents: int = 5
     """philosophers at the table (N)"""
     reward: Literal["shaped", "paper"] = "shaped"
-    algorithms: tuple[str, ...] = ("ippo", "mappo")
-    num_updates: int = 200
-    num_seeds: int = 4
-    num_envs: int = 64
-    num_steps: int = 32
-    test_episodes: int = 512
-    network: NetworkConfig = field(default_factory=NetworkConfig)
-    ppo: PPOConfig = field(default_factory=PPOConfig)
     runs_dir: Path = Path("runs/dining_references")
     """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
-    out: Path | None = None
-    """Results JSON; default: dining_reference_{N}_{reward}.json in a fresh folder under
-    runs/bench/ (benchmarks/results/ with --publish, which also ships the policy)."""
-    publish: bool = False
-    """Write the published results and figures and ship the policy, replacing them."""
-    reuse_runs: bool = False
-    """Collect runs already finished in runs_dir and resume unfinished ones from their
-    checkpoints, instead of refusing a run directory that exists."""
-    allow_dirty: bool = False
-    """Publish from a tree with uncommitted changes (the results are marked dirty)."""
 
-    @property
-    def setting(self) -> str:
-        return f"{self.num_agents}_{self.reward}"
+    def options(self) -> EnvOptions:
+        return alemlite.spec("dining").options(num_agents=self.num_agents, reward=self.reward)
 
     @property
     def shipped_name(self) -> str:
         return f"dining-{self.num_agents}-{self.reward}"
 
+    @property
+    def results_name(self) -> str:
+        return f"dining_reference_{self.num_agents}_{self.reward}.json"
 
-def train_config(config: DiningReferencesConfig, algorithm: str, run_dir: Path) -> TrainConfig:
-    return TrainConfig(
-        algorithm=algorithm,
-        env="dining",
-        options=DINING.options(num_agents=config.num_agents, reward=config.reward),
-        num_envs=config.num_envs,
-        num_steps=config.num_steps,
-        num_updates=config.num_updates,
-        updates_per_chunk=10,
-        eval_interval=max(10, config.num_updates // 20 // 10 * 10),
-        num_seeds=config.num_seeds,
-        test_episodes=config.test_episodes,
-        network=config.network,
-        ppo=config.ppo,
-        out=run_dir,
-        # An interrupted run (checkpoints inside) continues where it stopped.
-        resume=any((run_dir / "checkpoints").glob("*")),
-        progress=False,
-    )
-
-
-def compare_on_test_episodes(policy_dir: Path, test_episodes: int, test_seed: int) -> dict:
-    """The shipped policy and every scripted policy on the same test episodes: mean return
-    with its 95% interval over episodes, and the policy's Welch test against each."""
-    policy = baselines.load(str(policy_dir))
-    env = policy.make_env()
-    params = env.default_params
-    learned = evaluate(env, policy.state_policy(env), params, test_episodes, test_seed)
-    returns = np.asarray(learned["episode_return"])
-    mean, low, high = mean_ci(returns)
-    scripted = {}
-    for name, scripted_policy in reference_policies("dining", env).items():
-        theirs = np.asarray(
-            evaluate(env, scripted_policy, params, test_episodes, test_seed)["episode_return"]
-        )
-        t, p = welch_t_test(returns, theirs)
-        scripted[name] = {
-            "return": dict(zip(("mean", "low", "high"), mean_ci(theirs), strict=True)),
-            "welch_t": t,
-            "welch_p": p,
-            "beaten": bool(returns.mean() > theirs.mean() and p < SIGNIFICANCE),
-        }
-    return {
-        "return": {"mean": mean, "low": low, "high": high, "n": int(returns.size)},
-        "scripted": scripted,
-    }
-
-
-def choose(runs: dict[str, dict]) -> tuple[str, int]:
-    """The algorithm and seed whose best checkpoint has the highest validation return."""
-    return max(
-        (
-            (name, seed)
-            for name, summary in runs.items()
-            for seed in range(len(summary["best"]["validation_return_per_seed"]))
-        ),
-        key=lambda pick: runs[pick[0]]["best"]["validation_return_per_seed"][pick[1]],
-    )
-
-
-def p_value(p: float) -> str:
-    """A p-value; one below float precision (two nearly constant samples) prints as < 1e-300,
-    an undefined one (samples without spread) as such."""
-    if np.isnan(p):
-        return "undefined"
-    return f"{p:.2g}" if p > 0 else "< 1e-300"
-
-
-def by_seed_p(seed_returns: list[float], scripted_mean: float) -> float:
-    """One-sided p that the method's seeds (each its best checkpoint on the test episodes)
-    score above `scripted_mean`: a one-sample t-test over seeds, the replicates that a
-    new training run would draw (the episodes' p says only that this seed is better)."""
-    return float(stats.ttest_1samp(seed_returns, scripted_mean, alternative="greater").pvalue)
+    @classmethod
+    def trained_on(cls, config: dict[str, Any]) -> str:
+        return f"dining N = {config['num_agents']}, reward {config['reward']}"
 
 
 def card(name: str, results: dict, results_file: str) -> str:
-    """The shipped policy's card: method, budget, seeds, held-out return, every scripted
-    policy on the same test episodes (over episodes for the shipped seed, over seeds for
-    the method), and where it falls short."""
-    chosen = results["chosen"]
-    run = results["runs"][chosen["algorithm"]]
-    test = results["test"]
-    seeds = run["best"]["return_per_seed"]
-    steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
-    lines = [
-        f"# {name}",
-        "",
-        f"- method: {chosen['algorithm'].upper()}, feed-forward actor "
-        f"{results['config']['network']['num_layers']}x{results['config']['network']['hidden_size']}"
-        f", trained on dining N = {results['config']['num_agents']}, "
-        f"reward {results['config']['reward']}",
-        f"- chosen: the best validation return across {', '.join(results['runs'])} and "
-        f"{run['num_seeds']} seeds each: seed {chosen['seed']}, update {chosen['update']} of "
-        f"{run['num_updates']} ({steps / 1e6:.2f} M agent steps; the run: "
-        f"{run['agent_steps_per_seed'] / 1e6:.2f} M per seed)",
-        f"- held-out return: {format_interval(test['return'])} (95% interval over "
-        f"{test['return']['n']} test episodes from seed {run['test_seed']:,})",
-        f"- every seed of {chosen['algorithm'].upper()}, best checkpoint, on the test episodes: "
-        + ", ".join(f"{value:.2f}" for value in run["best"]["return_per_seed"]),
-        f"- trained with `{results['machine']['command']}` at commit "
-        f"{results['machine']['commit'][:12]}; numbers from `{results_file}`",
-        "",
-        f"| scripted policy | return (same test episodes) | Welch p, episodes | "
-        f"beaten (p < {SIGNIFICANCE}) | t-test p, {len(seeds)} seeds | beaten by seed |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    short, short_by_seed = [], []
-    for policy, summary in test["scripted"].items():
-        p_seeds = by_seed_p(seeds, summary["return"]["mean"])
-        by_seed = p_seeds < SIGNIFICANCE  # undefined (False) when every seed scores its mean
-        short += [] if summary["beaten"] else [policy]
-        short_by_seed += [] if by_seed else [policy]
-        lines.append(
-            f"| {policy} | {format_interval(summary['return'])} | {p_value(summary['welch_p'])} "
-            f"| {'yes' if summary['beaten'] else 'no'} | {p_value(p_seeds)} "
-            f"| {'yes' if by_seed else 'no'} |"
-        )
-    lines.append("")
-    if not short and not short_by_seed:
-        lines.append("Beats every scripted policy, over episodes and by seed.")
-    else:
-        if short:
-            lines.append(f"Falls short over episodes of: {', '.join(short)}.")
-        if short_by_seed:
-            lines.append(
-                f"By seed, {chosen['algorithm'].upper()}'s margin is not significant at "
-                f"p < {SIGNIFICANCE} over: {', '.join(short_by_seed)} (a new training run "
-                "may score below them)."
-            )
-    return "\n".join(lines) + "\n"
-
-
-def run(config: DiningReferencesConfig) -> dict[str, Any]:
-    run_dirs = {
-        name: config.runs_dir / f"{name}-dining-{config.setting}" for name in config.algorithms
-    }
-    refuse_earlier_runs(run_dirs.values(), config.reuse_runs)
-    results_name = f"dining_reference_{config.setting}.json"
-    out = output_path(config.out, config.publish, RESULTS_DIR / results_name, "dining_references")
-    figures_dir = FIGURES_DIR if config.publish else out.parent / "figures"
-    shipped = PRETRAINED_DIR / config.shipped_name
-    destinations = [out, figures_dir, *([shipped] if config.publish else [])]
-    provenance = begin_run(destinations, config.allow_dirty, config.publish)
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    runs = {}
-    for name, run_dir in run_dirs.items():
-        if (run_dir / "summary.json").exists():
-            runs[name] = json.loads((run_dir / "summary.json").read_text())
-        else:
-            training = train_config(config, name, run_dir)
-            env = make_env(training)
-            runs[name] = train(training, env, references=reference_policies("dining", env))
-        figure = f"dining-reference-{config.num_agents}-{config.reward}-{name}.png"
-        shutil.copy(run_dir / "learning_curve.png", figures_dir / figure)
-    algorithm, seed = choose(runs)
-    policy_dir = run_dirs[algorithm] / "policy" / "best"
-    description = json.loads((policy_dir / "policy.json").read_text())
-    # Each run exports the best checkpoint of its best seed: the one chosen here.
-    assert description["seed_index"] == seed, (description, seed)
-    results = {
-        "config": {**dataclasses.asdict(config), "out": str(out)},
-        "runs": runs,
-        "chosen": {"algorithm": algorithm, "seed": seed, "update": description["update"]},
-        "test": compare_on_test_episodes(
-            policy_dir, config.test_episodes, runs[algorithm]["test_seed"]
-        ),
-    }
-    results["machine"] = provenance.describe()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_json(results))
-    ship_dir = shipped if config.publish else out.parent / config.shipped_name
-    shutil.rmtree(ship_dir, ignore_errors=True)
-    shutil.copytree(policy_dir, ship_dir)
-    (ship_dir / "CARD.md").write_text(card(config.shipped_name, results, results_name))
-    print((ship_dir / "CARD.md").read_text())
-    print(f"wrote {out} and {ship_dir}")
-    return results
+    """The card of a shipped dining reference, from its results file."""
+    trained_on = DiningReferencesConfig.trained_on(results["config"])
+    return references.card(name, results, results_file, trained_on)
 
 
 if __name__ == "__main__":
-    run(tyro.cli(DiningReferencesConfig))
+    references.run(tyro.cli(DiningReferencesConfig))

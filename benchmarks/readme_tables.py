@@ -21,7 +21,6 @@ from pathlib import Path
 import tyro
 
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
-from benchmarks.dining_references import p_value
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
 from benchmarks.llm_tables import (
@@ -34,6 +33,7 @@ from benchmarks.llm_tables import (
 )
 from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
+from benchmarks.references import p_value
 from benchmarks.study.config import method_label
 from benchmarks.study.statistics import aggregates
 

@@ -36,6 +36,7 @@ MAIN_CONFIGS = {
     "training_speed": "benchmarks.training_speed:TrainingSpeedConfig",
     "marl_dining": "benchmarks.marl_dining:MarlDiningConfig",
     "dining_references": "benchmarks.dining_references:DiningReferencesConfig",
+    "matrix_references": "benchmarks.matrix_references:MatrixReferencesConfig",
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",

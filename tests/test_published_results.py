@@ -7,7 +7,7 @@ import pytest
 
 import baselines
 from alemlite.evaluation import evaluate
-from benchmarks import dining_references, readme_tables
+from benchmarks import dining_references, readme_tables, references
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import kept_conclusions, markdown_report
@@ -85,6 +85,6 @@ def test_a_card_tests_the_method_by_seed_as_well_as_the_shipped_seed_by_episode(
     rows = [line.split(" | ") for line in card.splitlines() if line.startswith("| all_wait")]
     assert [row[3:] for row in rows] == [["yes", "0.51", "no |"]]
     assert "By seed, MAPPO's margin is not significant" in card
-    assert dining_references.by_seed_p([1.0, 2.0, 3.0], 0.0) < 0.05
-    assert dining_references.by_seed_p([1.0, 2.0, 3.0], 3.0) > 0.5  # one-sided: above only
-    assert dining_references.p_value(dining_references.by_seed_p([2.0, 2.0], 2.0)) == "undefined"
+    assert references.by_seed_p([1.0, 2.0, 3.0], 0.0) < 0.05
+    assert references.by_seed_p([1.0, 2.0, 3.0], 3.0) > 0.5  # one-sided: above only
+    assert references.p_value(references.by_seed_p([2.0, 2.0], 2.0)) == "undefined"
