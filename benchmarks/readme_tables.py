@@ -366,6 +366,42 @@ def marl_matrix() -> str:
     return marl_matrix_table(load("marl_matrix_cpu.json"))
 
 
+def matrix_references() -> str:
+    """Per game, every algorithm's best checkpoints over its seeds (the held-out return with
+    its interval across seeds, and how many seeds reach the optimal team's return), the
+    shipped reference and the scripted ceiling and floor, on the same test episodes."""
+    first = load(f"matrix_reference_{MATRIX_GAMES[0]}_2.json")
+    algorithms = list(first["runs"])
+    lines = [
+        "| game | "
+        + " | ".join(method_label(name) for name in algorithms)
+        + " | shipped reference | optimal | uniform |",
+        "| --- |" + " --- |" * (len(algorithms) + 3),
+    ]
+    for game in MATRIX_GAMES:
+        results = load(f"matrix_reference_{game}_2.json")
+        scripted = results["test"]["scripted"]
+        ceiling = scripted["optimal"]["return"]["mean"]
+        cells = []
+        for name in algorithms:
+            best = results["runs"][name]["best"]
+            seeds = best["return_per_seed"]
+            # within one payoff unit of the optimal team over the whole episode
+            at_optimum = sum(value >= ceiling - 1 for value in seeds)
+            cells.append(
+                f"{format_interval(best['return_across_seeds'], 1)} "
+                f"({at_optimum}/{len(seeds)} at the optimum)"
+            )
+        chosen = results["chosen"]
+        cells.append(
+            f"`matrix-{game.replace('_', '-')}-2`: {method_label(chosen['algorithm'])}, "
+            f"{format_interval(results['test']['return'], 1)}"
+        )
+        cells += [f"{ceiling:.1f}", format_interval(scripted["uniform"]["return"], 1)]
+        lines.append(f"| {game.replace('_', ' ')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def jaxmarl_training() -> str:
     """alemlite's compiled IPPO update beside JaxMARL's own IPPO script, timed in one run."""
     rows = [
@@ -384,8 +420,11 @@ def jaxmarl_training() -> str:
 
 PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
 DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
+MATRIX_ANCHORS = ("uniform", "tit_for_tat", "optimal")
+MATRIX_GAMES = ("climbing", "penalty", "stag_hunt", "prisoners_dilemma")
 # Shipped policy -> (results file, run name, scripted anchors shown beside it); run name None:
-# a `benchmarks.dining_references` file, whose chosen algorithm names the run.
+# a `benchmarks.references` file (a dining or matrix preset), whose chosen algorithm names
+# the run.
 SHIPPED = {
     "ippo-dining-5": (
         "marl_dining_5.json",
@@ -401,6 +440,14 @@ SHIPPED = {
     "dining-5-paper": ("dining_reference_5_paper.json", None, DINING_ANCHORS),
     "dining-10-paper": ("dining_reference_10_paper.json", None, DINING_ANCHORS),
     "dining-15-paper": ("dining_reference_15_paper.json", None, DINING_ANCHORS),
+    **{
+        f"matrix-{game.replace('_', '-')}-2": (
+            f"matrix_reference_{game}_2.json",
+            None,
+            MATRIX_ANCHORS,
+        )
+        for game in MATRIX_GAMES
+    },
 }
 
 
@@ -525,6 +572,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "craft_reference_teams": craft_reference_teams,
     "marl_craft": marl_craft,
     "marl_matrix": marl_matrix,
+    "matrix_references": matrix_references,
     "jaxmarl_training": jaxmarl_training,
     "training_speed_obs_encodings": training_speed_obs_encodings,
     "gap_dining_stand_in": gap_dining_stand_in,

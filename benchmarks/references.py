@@ -151,10 +151,10 @@ def choose(runs: dict[str, dict]) -> tuple[str, int]:
     )
 
 
-def p_value(p: float) -> str:
+def p_value(p: float | None) -> str:
     """A p-value; one below float precision (two nearly constant samples) prints as < 1e-300,
-    an undefined one (samples without spread) as such."""
-    if np.isnan(p):
+    an undefined one (samples without spread: NaN, or null once written as JSON) as such."""
+    if p is None or np.isnan(p):
         return "undefined"
     return f"{p:.2g}" if p > 0 else "< 1e-300"
 

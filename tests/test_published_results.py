@@ -7,7 +7,7 @@ import pytest
 
 import baselines
 from alemlite.evaluation import evaluate
-from benchmarks import dining_references, readme_tables, references
+from benchmarks import dining_references, matrix_references, readme_tables, references
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import kept_conclusions, markdown_report
@@ -48,11 +48,14 @@ def test_the_study_report_is_the_one_its_json_renders(tmp_path):
     assert markdown_report(results, figures, DOCS, kept_conclusions(current)) == current
 
 
-DINING_SHIPPED = [name for name in readme_tables.SHIPPED if "dining" in name]
+# Every shipped policy but Craft's, which is not replayed here: its 128 test episodes on a
+# 32 x 32 map compile and run for minutes.
+REPLAYED = [name for name in readme_tables.SHIPPED if not name.endswith("craft-medium")]
+CARDS = {"dining": dining_references.card, "matrix": matrix_references.card}
 
 
-@pytest.mark.parametrize("name", DINING_SHIPPED)
-def test_the_shipped_dining_policy_scores_its_published_return(name):
+@pytest.mark.parametrize("name", REPLAYED)
+def test_the_shipped_policy_scores_its_published_return(name):
     policy = baselines.load(name)
     results_file, run_name, _ = readme_tables.SHIPPED[name]
     results = readme_tables.load(results_file)
@@ -68,13 +71,13 @@ def test_the_shipped_dining_policy_scores_its_published_return(name):
 
 
 @pytest.mark.parametrize(
-    "name", [name for name in DINING_SHIPPED if readme_tables.SHIPPED[name][1] is None]
+    "name", [name for name, shipped in readme_tables.SHIPPED.items() if shipped[1] is None]
 )
 def test_a_shipped_reference_card_is_the_one_its_json_renders(name):
     results_file = readme_tables.SHIPPED[name][0]
     results = readme_tables.load(results_file)
     card = (baselines.PRETRAINED_DIR / name / "CARD.md").read_text()
-    assert card == dining_references.card(name, results, results_file)
+    assert card == CARDS[name.split("-")[0]](name, results, results_file)
 
 
 def test_a_card_tests_the_method_by_seed_as_well_as_the_shipped_seed_by_episode():
