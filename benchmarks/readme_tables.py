@@ -471,7 +471,7 @@ def _chosen_among(results: dict) -> str:
     """How a reference was chosen, and its Welch test against the best scripted policy."""
     scripted = results["test"]["scripted"]
     best = max(scripted, key=lambda policy: scripted[policy]["return"]["mean"])
-    algorithms = ", ".join(name.upper() for name in results["runs"])
+    algorithms = ", ".join(method_label(name) for name in results["runs"])
     return (
         f"chosen on validation seeds among {algorithms}; "
         f"{format_interval(results['test']['return'])} vs {best.replace('_', ' ')} "
