@@ -63,6 +63,7 @@ DINING_SPEED = "training_speed_dining_cpu.json"
 CRAFT_SPEED = "training_speed_craft_cpu.json"
 ENCODINGS = "training_speed_craft_obs_encodings_cpu.json"
 STUDY = "coordination_study_cpu.json"
+GRPO_RUN = "finetune_dining_smollm2/grpo-shaped-n5"
 SRPO_RUN = "finetune_dining_smollm2/srpo-shaped-n5"
 TEAMTR_RUN = "finetune_dining_smollm2/teamtr-shaped-n5"
 CRAFT_POINTS = {16: 0, 64: 1, 256: 2, 1024: 3}  # num_envs -> index in `points`
@@ -319,6 +320,8 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         ),
     ),
     "docs/finetuning.md": (
+        field("1,693 s", f"{GRPO_RUN}/summary.json", "train_seconds"),
+        Stated("46 min", f"history: {GRPO_RUN} at b4c2fb0, train_seconds"),
         field("1,689 s", f"{SRPO_RUN}/summary.json", "train_seconds"),
         field("1,402 s", f"{TEAMTR_RUN}/summary.json", "train_seconds"),
         Stated("19%", f"history: {TEAMTR_RUN} at ccdf82f, test.zero_share.best"),
