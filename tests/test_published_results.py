@@ -7,7 +7,13 @@ import pytest
 
 import baselines
 from alemlite.evaluation import evaluate
-from benchmarks import dining_references, matrix_references, readme_tables, references
+from benchmarks import (
+    dining_references,
+    matrix_references,
+    readme_tables,
+    reference_tables,
+    references,
+)
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.study.plots import plot_study
 from benchmarks.study.report import kept_conclusions, markdown_report
@@ -50,14 +56,14 @@ def test_the_study_report_is_the_one_its_json_renders(tmp_path):
 
 # Every shipped policy but Craft's, which is not replayed here: its 128 test episodes on a
 # 32 x 32 map compile and run for minutes.
-REPLAYED = [name for name in readme_tables.SHIPPED if not name.endswith("craft-medium")]
+REPLAYED = [name for name in reference_tables.SHIPPED if not name.endswith("craft-medium")]
 CARDS = {"dining": dining_references.card, "matrix": matrix_references.card}
 
 
 @pytest.mark.parametrize("name", REPLAYED)
 def test_the_shipped_policy_scores_its_published_return(name):
     policy = baselines.load(name)
-    results_file, run_name, _ = readme_tables.SHIPPED[name]
+    results_file, run_name, _ = reference_tables.SHIPPED[name]
     results = readme_tables.load(results_file)
     run = results["runs"][run_name or results["chosen"]["algorithm"]]
     env = policy.make_env()
@@ -71,10 +77,10 @@ def test_the_shipped_policy_scores_its_published_return(name):
 
 
 @pytest.mark.parametrize(
-    "name", [name for name, shipped in readme_tables.SHIPPED.items() if shipped[1] is None]
+    "name", [name for name, shipped in reference_tables.SHIPPED.items() if shipped[1] is None]
 )
 def test_a_shipped_reference_card_is_the_one_its_json_renders(name):
-    results_file = readme_tables.SHIPPED[name][0]
+    results_file = reference_tables.SHIPPED[name][0]
     results = readme_tables.load(results_file)
     card = (baselines.PRETRAINED_DIR / name / "CARD.md").read_text()
     assert card == CARDS[name.split("-")[0]](name, results, results_file)

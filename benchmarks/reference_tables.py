@@ -1,0 +1,140 @@
+"""The tables of the shipped reference agents: each pretrained policy with its command and
+held-out return, and the matrix-game references method by method (rendered by
+`benchmarks.readme_tables`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.harness import format_interval
+from benchmarks.harness import load_results as load
+from benchmarks.references import p_value
+from benchmarks.study.config import method_label
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
+DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
+MATRIX_ANCHORS = ("uniform", "tit_for_tat", "optimal")
+MATRIX_GAMES = ("climbing", "penalty", "stag_hunt", "prisoners_dilemma")
+# Shipped policy -> (results file, run name, scripted anchors shown beside it); run name None:
+# a `benchmarks.references` file (a dining or matrix preset), whose chosen algorithm names
+# the run.
+SHIPPED = {
+    "ippo-dining-5": (
+        "marl_dining_5.json",
+        "ippo-dining-5",
+        DINING_ANCHORS,
+    ),
+    "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
+    "dining-3-shaped": ("dining_reference_3_shaped.json", None, DINING_ANCHORS),
+    "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
+    "dining-10-shaped": ("dining_reference_10_shaped.json", None, DINING_ANCHORS),
+    "dining-15-shaped": ("dining_reference_15_shaped.json", None, DINING_ANCHORS),
+    "dining-3-paper": ("dining_reference_3_paper.json", None, DINING_ANCHORS),
+    "dining-5-paper": ("dining_reference_5_paper.json", None, DINING_ANCHORS),
+    "dining-10-paper": ("dining_reference_10_paper.json", None, DINING_ANCHORS),
+    "dining-15-paper": ("dining_reference_15_paper.json", None, DINING_ANCHORS),
+    **{
+        f"matrix-{game.replace('_', '-')}-2": (
+            f"matrix_reference_{game}_2.json",
+            None,
+            MATRIX_ANCHORS,
+        )
+        for game in MATRIX_GAMES
+    },
+}
+
+
+def _describe_policy(description: dict) -> str:
+    network = description["network"]
+    # Policies exported since environments had options record them under "options".
+    env = description["env"].get("options") or {
+        key: value for key, value in description["env"].items() if key != "name"
+    }
+    settings = ", ".join(f"{key} {value}" for key, value in env.items())
+    kind = "GRU" if network["recurrent"] else "feed-forward"
+    return (
+        f"{kind} {description['algorithm'].upper()} actor, {network['num_layers']}x"
+        f"{network['hidden_size']} tanh, {description['env']['name']} ({settings}), "
+        f"{description['num_actions']} actions, {description['observation_shape'][0]:,} "
+        "observation features"
+    )
+
+
+def _chosen_among(results: dict) -> str:
+    """How a reference was chosen, and its Welch test against the best scripted policy."""
+    scripted = results["test"]["scripted"]
+    best = max(scripted, key=lambda policy: scripted[policy]["return"]["mean"])
+    algorithms = ", ".join(method_label(name) for name in results["runs"])
+    return (
+        f"chosen on validation seeds among {algorithms}; "
+        f"{format_interval(results['test']['return'])} vs {best.replace('_', ' ')} "
+        f"{scripted[best]['return']['mean']:.2f}, Welch p: {p_value(scripted[best]['welch_p'])}; "
+    )
+
+
+def pretrained() -> str:
+    """Each shipped policy: what it is, the command that trained it, its held-out return."""
+    lines = [
+        "| name | what | trained with | held-out return |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, (results_file, run_name, anchors) in SHIPPED.items():
+        description = json.loads((PRETRAINED_DIR / name / "policy.json").read_text())
+        results = load(results_file)
+        chosen = "" if run_name else _chosen_among(results)
+        run = results["runs"][run_name or results["chosen"]["algorithm"]]
+        seed, update = description["seed_index"], description["update"]
+        steps = run["agent_steps_per_seed"] * update // run["num_updates"]
+        references = run["references"]
+        anchor_text = ", ".join(
+            f"{anchor.replace('_', ' ')} {references[anchor]['return_across_seeds']['mean']:.2f}"
+            for anchor in anchors
+        )
+        lines.append(
+            f"| `{name}` | {_describe_policy(description)} | `{results['machine']['command']}` "
+            f"({chosen}best checkpoint of the best seed: update {update} of {run['num_updates']}, "
+            f"{steps / 1e6:.2f} M agent steps; `{results_file}`) "
+            f"| {run['best']['return_per_seed'][seed]:.2f} on {run['test_episodes']} test "
+            f"episodes from seed {run['test_seed']:,} ({anchor_text}) |"
+        )
+    return "\n".join(lines)
+
+
+def matrix_references() -> str:
+    """Per game, every algorithm's best checkpoints over its seeds (the held-out return with
+    its interval across seeds, and how many seeds reach the optimal team's return), the
+    shipped reference and the scripted ceiling and floor, on the same test episodes."""
+    first = load(f"matrix_reference_{MATRIX_GAMES[0]}_2.json")
+    algorithms = list(first["runs"])
+    lines = [
+        "| game | "
+        + " | ".join(method_label(name) for name in algorithms)
+        + " | shipped reference | optimal | uniform |",
+        "| --- |" + " --- |" * (len(algorithms) + 3),
+    ]
+    for game in MATRIX_GAMES:
+        results = load(f"matrix_reference_{game}_2.json")
+        scripted = results["test"]["scripted"]
+        ceiling = scripted["optimal"]["return"]["mean"]
+        cells = []
+        for name in algorithms:
+            best = results["runs"][name]["best"]
+            seeds = best["return_per_seed"]
+            # within one payoff unit of the optimal team over the whole episode
+            at_optimum = sum(value >= ceiling - 1 for value in seeds)
+            cells.append(
+                f"{format_interval(best['return_across_seeds'], 1)} "
+                f"({at_optimum}/{len(seeds)} at the optimum)"
+            )
+        chosen = results["chosen"]
+        cells.append(
+            f"`matrix-{game.replace('_', '-')}-2`: {method_label(chosen['algorithm'])}, "
+            f"{format_interval(results['test']['return'], 1)}"
+        )
+        cells += [f"{ceiling:.1f}", format_interval(scripted["uniform"]["return"], 1)]
+        lines.append(f"| {game.replace('_', ' ')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
