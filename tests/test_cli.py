@@ -160,8 +160,13 @@ def test_render_writes_a_gif_of_an_environment_that_draws(tmp_path, capsys):
     frames = iio.imread(out, index=None)
     craft = alemlite.spec("craft")
     env = craft.build(craft.options(map_size=16))
-    _, state = env.reset(jax.random.PRNGKey(0), env.default_params)
-    picture = craft.render_rgb(env, state, env.default_params)
+    params = env.default_params
+    # The picture's shape alone, traced without compiling (run eagerly, each operation of
+    # the reset and the drawing would compile on its own: hundreds of programs).
+    picture = jax.eval_shape(
+        lambda key: craft.render_rgb(env, env.reset(key, params)[1], params),
+        jax.random.PRNGKey(0),
+    )
     assert frames.shape == (3, *picture.shape)  # steps 0, 3 and 6 of the whole map
     assert capsys.readouterr().out.startswith(f"wrote {out} (")
 

@@ -77,6 +77,14 @@ def contract_program(name: str) -> ContractProgram:
     return ContractProgram(env, reset, step)
 
 
+@functools.cache
+def first_state(name: str) -> Any:
+    """The small instance's state after a reset from key 0, under jit: run eagerly, each
+    operation of a reset compiles on its own (a Craft reset: over a hundred programs)."""
+    env = contract_program(name).env.inner
+    return jax.jit(env.reset)(jax.random.PRNGKey(0), env.default_params)[1]
+
+
 def play(reset: Callable, step: Callable, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
     """The observation after reset and the records of NUM_STEPS steps, stacked."""
     key = jax.random.PRNGKey(seed)
@@ -164,7 +172,7 @@ class TestJitAndEager(chex.TestCase):
 def test_jaxmarl_adapter_round_trip(rollout):
     env = rollout[0].inner
     adapter = JaxMARLAdapter(env)
-    obs, state = adapter.reset(jax.random.PRNGKey(0))
+    obs, state = jax.jit(adapter.reset)(jax.random.PRNGKey(0))
     actions = {agent: jnp.int32(0) for agent in adapter.agents}
     obs, state, reward, dones, _ = jax.jit(adapter.step)(jax.random.PRNGKey(1), state, actions)
     assert set(obs) == set(reward) == set(adapter.agents)
@@ -199,21 +207,34 @@ def test_every_scripted_policy_plays_action_ids(rollout):
     env = rollout[0].inner
     spec = alemlite.spec(env.name)
     params = env.default_params
+    policies = [spec.policy(name, env) for name in spec.policies]
+    key = jax.random.PRNGKey(3)
+    _, state = jax.eval_shape(env.reset, key, params)
+    for name, policy in zip(spec.policies, policies, strict=True):
+        shown = jax.eval_shape(policy, key, state, params)  # traced, not compiled
+        assert shown.shape == (env.num_agents,), name
+        assert np.issubdtype(shown.dtype, np.integer), name
 
-    def play(policy, key):
+    # Every policy in one program (`lax.switch` on its index), so the environment's step
+    # compiles once, not once per policy; the branches share one dtype, so ids become int32.
+    def play(index, key):
         _, state = env.reset(key, params)
 
         def one_step(state, step_key):
             policy_key, env_key = jax.random.split(step_key)
-            actions = policy(policy_key, state, params)
+            branches = [
+                lambda k, s, p, policy=policy: policy(k, s, p).astype(jnp.int32)
+                for policy in policies
+            ]
+            actions = jax.lax.switch(index, branches, policy_key, state, params)
             return env.step(env_key, state, actions, params)[1], actions
 
         return jax.lax.scan(one_step, state, jax.random.split(key, MAX_STEPS - 1))[1]
 
-    for name in spec.policies:
-        actions = jax.jit(play, static_argnums=0)(spec.policy(name, env), jax.random.PRNGKey(3))
+    played = jax.jit(play)
+    for index, name in enumerate(spec.policies):
+        actions = np.asarray(played(index, key))
         assert actions.shape == (MAX_STEPS - 1, env.num_agents), name
-        assert np.issubdtype(actions.dtype, np.integer), name
         assert ((actions >= 0) & (actions < env.num_actions)).all(), f"{env.name} policy {name}"
 
 
@@ -228,8 +249,8 @@ def test_the_prompt_builder_speaks_for_every_seat(rollout):
     for variant in builder.variants:
         assert builder.system_prompt(dataclasses.replace(options, variant=variant)).strip()
     params = env.default_params
-    _, state = env.reset(jax.random.PRNGKey(0), params)
-    batch = jax.device_get(jax.tree.map(lambda leaf: leaf[None], state))
+    state = first_state(env.name)
+    batch = jax.tree.map(lambda leaf: leaf[None], jax.device_get(state))
     seats = np.arange(env.num_agents)
     texts = builder.observations(
         batch,
@@ -237,7 +258,7 @@ def test_the_prompt_builder_speaks_for_every_seat(rollout):
         np.zeros_like(seats),
         seats,
         np.full((1, env.num_agents), "", dtype=object),
-        np.asarray(env.action_mask(state, params))[None],
+        np.asarray(jax.jit(env.action_mask)(state, params))[None],
         PromptOptions(variant=options.variant),
     )
     assert len(texts) == env.num_agents and all(text.strip() for text in texts)
@@ -248,7 +269,7 @@ def test_the_renderers_draw_a_state(rollout):
     spec = alemlite.spec(env.name)
     assert spec.render_rgb is not None or spec.render_text is not None
     params = env.default_params
-    _, state = env.reset(jax.random.PRNGKey(0), params)
+    state = first_state(env.name)
     if spec.render_rgb is not None:
         frame = np.asarray(jax.jit(lambda s: spec.render_rgb(env, s, params))(state))
         assert frame.ndim == 3 and frame.shape[-1] == 3 and frame.dtype == np.uint8
