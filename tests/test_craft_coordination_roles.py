@@ -149,7 +149,8 @@ def test_a_batch_mixing_alphas_equals_separate_environments():
     params = [PARAMS.replace(alpha=jnp.float32(alpha)) for alpha in alphas]
     keys = jax.random.split(jax.random.PRNGKey(5), 2)
     separate = [RESET(key, one)[1] for key, one in zip(keys, params, strict=True)]
-    stack = lambda trees: jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)  # noqa: E731
+    # Stacked and indexed on the host: eagerly, each leaf's stack or index compiles alone.
+    stack = lambda trees: jax.tree.map(lambda *leaves: np.stack(leaves), *jax.device_get(trees))  # noqa: E731
     batched, states = stack(params), stack(separate)
     step = jax.jit(jax.vmap(ENV.step))
     actions = jax.random.randint(jax.random.PRNGKey(6), (12, 2, 3), 0, ENV.num_actions)
@@ -163,7 +164,7 @@ def test_a_batch_mixing_alphas_equals_separate_environments():
         jax.tree.map(
             np.testing.assert_array_equal,
             separate[i],
-            jax.tree.map(lambda leaf, i=i: leaf[i], states),
+            jax.tree.map(lambda leaf, i=i: leaf[i], jax.device_get(states)),
         )
     assert np.asarray(states.coordination.alpha).tolist() == pytest.approx(list(alphas))
 
