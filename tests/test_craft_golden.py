@@ -96,8 +96,10 @@ def rollout_digest(name: str) -> str:
     digest.update(repr((env.action_names, env.observation_shape)).encode())
     digest.update(repr((env.global_state_shape, list(metrics))).encode())
     _update(digest, (trace, state, global_state, metrics))
-    first = jax.tree.map(lambda leaf: leaf[0], state)
-    _update(digest, jax.jit(lambda s: spec.render_rgb(env, s, params))(first))
+    # The first episode's final state, picked inside the program (eagerly, each leaf's
+    # index would compile on its own).
+    first = lambda s: jax.tree.map(lambda leaf: leaf[0], s)  # noqa: E731
+    _update(digest, jax.jit(lambda s: spec.render_rgb(env, first(s), params))(state))
     return digest.hexdigest()
 
 
