@@ -4,6 +4,10 @@ table of `num_agents` philosophers under `reward`, the best on validation shippe
 card, the results in `dining_reference_{N}_{reward}.json`.
 
     python -m benchmarks.dining_references --num-agents 5 --reward shaped --num-updates 200
+
+The billion-step variant of N = 5 (`--label 1b`: `dining-5-shaped-1b`) is the same command
+with `--algorithms mappo --num-seeds 1 --num-updates 97660` (64 tables x 32 steps x 5 seats
+= 10,240 agent steps an update).
 """
 
 from __future__ import annotations
@@ -29,17 +33,21 @@ class DiningReferencesConfig(references.ReferenceConfig):
     reward: Literal["shaped", "paper"] = "shaped"
     runs_dir: Path = Path("runs/dining_references")
     """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
+    label: str = ""
+    """A variant of the setting's reference (e.g. `1b` for a billion-step budget), named by
+    this suffix in its shipped name, results file and run directories, beside the reference."""
 
     def options(self) -> EnvOptions:
         return alemlite.spec("dining").options(num_agents=self.num_agents, reward=self.reward)
 
     @property
     def shipped_name(self) -> str:
-        return f"dining-{self.num_agents}-{self.reward}"
+        return f"dining-{self.num_agents}-{self.reward}" + (f"-{self.label}" if self.label else "")
 
     @property
     def results_name(self) -> str:
-        return f"dining_reference_{self.num_agents}_{self.reward}.json"
+        suffix = f"_{self.label}" if self.label else ""
+        return f"dining_reference_{self.num_agents}_{self.reward}{suffix}.json"
 
     @classmethod
     def trained_on(cls, config: dict[str, Any]) -> str:
