@@ -1,10 +1,12 @@
 """Which published figures are still fresh, and one command that republishes the rest.
 
 A results file is fresh when its provenance names a clean tree at a commit, its command,
-and no source file the command runs has changed between that commit and the head. The
-files a command runs are the repository modules its entry module imports, followed
+and no source file the command runs has changed its code between that commit and the head.
+The files a command runs are the repository modules its entry module imports, followed
 through every `import` statement (those inside functions included), so the check is
 conservative: a change anywhere in what the program can execute makes its figures stale.
+A file's code is its syntax tree without docstrings: a change to its documentation,
+comments or layout alone runs the same program, and leaves its figures fresh.
 Files without provenance of their own (a run folder's reports, config, adapters) belong to
 the nearest `summary.json`, `gap.json` or other provenance-bearing JSON in a folder above.
 
@@ -128,6 +130,36 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
 
 
+def code(source: str) -> str | None:
+    """What a module executes: its syntax tree without docstrings (comments and layout never
+    reach the tree); None for source that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def code_changed(repo: Path, commit: str, name: str) -> bool:
+    """Whether file `name` runs other code at the head than at `commit` (added or removed
+    files count as changed)."""
+    then, now = (_git(repo, "show", f"{rev}:{name}") for rev in (commit, "HEAD"))
+    if then.returncode != 0 or now.returncode != 0:
+        return True
+    before = code(then.stdout)
+    return before is None or before != code(now.stdout)
+
+
 @dataclass
 class Verdict:
     path: Path  # the results file that carries the provenance
@@ -160,9 +192,10 @@ def judge(path: Path, record: dict, repo: Path = REPO) -> Verdict:
         verdict.reasons.append(f"command runs no repository module: {found.command}")
         return verdict
     files = sorted(str(p.relative_to(repo)) for p in closure(module, repo))
-    changed = _git(repo, "diff", "--name-only", resolved.stdout.strip(), "HEAD", "--", *files)
-    if changed.stdout.strip():
-        names = changed.stdout.split()
+    commit = resolved.stdout.strip()
+    changed = _git(repo, "diff", "--name-only", commit, "HEAD", "--", *files)
+    names = [name for name in changed.stdout.split() if code_changed(repo, commit, name)]
+    if names:
         more = f" and {len(names) - 3} more" if len(names) > 3 else ""
         verdict.reasons.append(f"code changed since: {', '.join(names[:3])}{more}")
     return verdict

@@ -61,6 +61,9 @@ def test_a_result_goes_stale_when_code_it_runs_changes_and_only_then(repo):
     (repo / "alemlite" / "unused.py").write_text("M = 2\n")
     commit_all(repo, "a module the benchmark never imports")
     assert freshness.judge(path, record(commit), repo).fresh
+    (repo / "alemlite" / "rules.py").write_text('"""The rules."""\n\nN = (\n    1  # one\n)\n')
+    commit_all(repo, "a docstring, a comment and a new layout: the same program")
+    assert freshness.judge(path, record(commit), repo).fresh
     (repo / "alemlite" / "rules.py").write_text("N = 2\n")
     commit_all(repo, "a rule the benchmark runs")
     verdict = freshness.judge(path, record(commit), repo)
