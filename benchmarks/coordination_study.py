@@ -25,10 +25,9 @@ With `--publish` the last three replace the published
 `study_gpu_*.png`); the report's `## Conclusions` section is kept when it is rebuilt.
 """
 
-import tyro
-
+from benchmarks.script import run_script
 from benchmarks.study.config import StudyConfig
 from benchmarks.study.main import run
 
 if __name__ == "__main__":
-    run(tyro.cli(StudyConfig))
+    run_script(StudyConfig, run)

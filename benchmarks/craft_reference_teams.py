@@ -17,7 +17,6 @@ import time
 from dataclasses import asdict, dataclass
 
 import jax
-import tyro
 from tqdm import tqdm
 
 import alemlite
@@ -27,6 +26,7 @@ from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import Policy, episode_keys, play_episode
 from alemlite.stats import summarise
 from benchmarks.harness import ResultsFolder, format_interval, write_results
+from benchmarks.script import run_script
 
 CRAFT = alemlite.spec("craft")
 REPORTED = (
@@ -118,4 +118,4 @@ def markdown_table(rows: list[dict], difficulties: tuple[str, ...]) -> str:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(CraftTeamsConfig))
+    run_script(CraftTeamsConfig, run)

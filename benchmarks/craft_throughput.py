@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 import alemlite
 from benchmarks.engine.throughput import UNIFORM_POLICIES, Subject, ThroughputOptions, run_one
+from benchmarks.script import run_script
 
 
 @dataclass(frozen=True)
@@ -51,4 +50,4 @@ def run(config: CraftBenchConfig) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(CraftBenchConfig))
+    run_script(CraftBenchConfig, run)

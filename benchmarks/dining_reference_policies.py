@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import tyro
 
 import alemlite
 from alemlite.core.errors import require_at_least
 from alemlite.stats import summarise
 from benchmarks.engine.policies import policy_episodes
 from benchmarks.harness import ResultsFolder, format_interval, write_results
+from benchmarks.script import run_script
 
 DINING = alemlite.spec("dining")
 REWARDS = ("shaped", "paper")
@@ -88,4 +88,4 @@ def markdown_table(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(DiningPoliciesConfig))
+    run_script(DiningPoliciesConfig, run)

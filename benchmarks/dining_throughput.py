@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import tyro
-
 import alemlite
 from benchmarks.engine.throughput import (
     UNIFORM_POLICIES,
@@ -25,6 +23,7 @@ from benchmarks.engine.throughput import (
     plot,
 )
 from benchmarks.harness import write_results
+from benchmarks.script import run_script
 
 
 @dataclass(frozen=True)
@@ -94,4 +93,4 @@ def run(config: DiningBenchConfig) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(DiningBenchConfig))
+    run_script(DiningBenchConfig, run)

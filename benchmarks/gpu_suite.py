@@ -7,9 +7,8 @@ gpu` runs (`benchmarks/engine/gpu.py`, the same flags).
 
 from __future__ import annotations
 
-import tyro
-
 from benchmarks.engine.gpu import GpuSuiteConfig, run
+from benchmarks.script import run_script
 
 if __name__ == "__main__":
-    run(tyro.cli(GpuSuiteConfig))
+    run_script(GpuSuiteConfig, run)

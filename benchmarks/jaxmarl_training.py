@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import tyro
 from tqdm import tqdm
 
 import alemlite
@@ -39,6 +38,7 @@ from alemlite.core.errors import require, require_at_least
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.trainer import build_algorithm, run_updates
 from benchmarks.harness import ResultsFolder, write_results
+from benchmarks.script import run_script
 
 PEER = Path(__file__).resolve().parent / "peers" / "jaxmarl_ippo.py"
 
@@ -234,4 +234,4 @@ def main(config: JaxMARLTrainingConfig) -> dict | None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(JaxMARLTrainingConfig))
+    run_script(JaxMARLTrainingConfig, main)

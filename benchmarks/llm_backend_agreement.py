@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tyro
 
 import alemlite
 from alemlite.core.errors import require, require_at_least
 from benchmarks.harness import ResultsFolder, write_results
+from benchmarks.script import run_script
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.hf_backend import HFBackend, HFConfig
 from llm_bridge.clients.llama_server import serve
@@ -180,4 +180,4 @@ def run(config: BackendAgreementConfig) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(BackendAgreementConfig))
+    run_script(BackendAgreementConfig, run)

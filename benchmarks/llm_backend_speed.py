@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 import alemlite
 from alemlite.core.errors import require_at_least
 from benchmarks.harness import ResultsFolder, write_results
 from benchmarks.instant_server import InstantSeats
+from benchmarks.script import run_script
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.hf_backend import HFBackend, HFConfig
 from llm_bridge.runner import RunConfig, run_evaluation
@@ -191,4 +190,4 @@ def _measure(config: BackendSpeedConfig, runs_dir: Path, out_dir: Path) -> dict[
 
 
 if __name__ == "__main__":
-    run(tyro.cli(BackendSpeedConfig))
+    run_script(BackendSpeedConfig, run)

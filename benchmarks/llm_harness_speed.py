@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import tyro
 
 import alemlite
 from alemlite.core.errors import require_at_least
 from benchmarks.harness import ResultsFolder, write_results
 from benchmarks.instant_server import InstantSeats, instant_server
+from benchmarks.script import run_script
 from llm_bridge.agents import LLMAgent
 from llm_bridge.clients.openai_backend import OpenAIBackend, OpenAIConfig
 from llm_bridge.runner import RunConfig, run_evaluation
@@ -163,4 +163,4 @@ def run(config: HarnessSpeedConfig) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(HarnessSpeedConfig))
+    run_script(HarnessSpeedConfig, run)

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 import alemlite
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
@@ -35,6 +33,7 @@ from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.marl_dining import FIGURES_DIR
 from benchmarks.provenance import begin_run
+from benchmarks.script import run_script
 
 # Per-episode metrics in the table beside the return (pooled over seeds and episodes),
 # with their column headings.
@@ -217,4 +216,4 @@ def markdown_table(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(MarlCraftConfig))
+    run_script(MarlCraftConfig, run)

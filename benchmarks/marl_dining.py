@@ -18,8 +18,6 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tyro
-
 import alemlite
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
@@ -27,6 +25,7 @@ from baselines.common.trainer import make_env, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
 from benchmarks.provenance import begin_run
+from benchmarks.script import run_script
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
 DINING = alemlite.spec("dining")
@@ -137,4 +136,4 @@ def markdown_table(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(MarlDiningConfig))
+    run_script(MarlDiningConfig, run)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tyro
 
 import alemlite
 from alemlite.stats import mean_ci
@@ -32,6 +31,7 @@ from baselines.common.reporting import to_json
 from baselines.common.trainer import evaluate_references, train
 from baselines.train import reference_policies
 from benchmarks.harness import ResultsFolder, format_interval, refuse_earlier_runs, write_results
+from benchmarks.script import run_script
 
 MATRIX = alemlite.spec("matrix")
 MOVES = ("play_a", "play_b", "play_c")
@@ -199,4 +199,4 @@ def markdown_table(results: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(MarlMatrixConfig))
+    run_script(MarlMatrixConfig, run)

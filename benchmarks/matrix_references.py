@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import tyro
-
 import alemlite
 from alemlite.core.spec import EnvOptions
 from benchmarks import references
+from benchmarks.script import run_script
 
 
 @dataclass(frozen=True)
@@ -64,4 +63,4 @@ def card(name: str, results: dict, results_file: str) -> str:
 
 
 if __name__ == "__main__":
-    references.run(tyro.cli(MatrixReferencesConfig))
+    run_script(MatrixReferencesConfig, references.run)

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import tyro
-
 import alemlite
 from alemlite.core.errors import require_at_least
 from alemlite.core.prompting import PromptOptions
 from alemlite.core.spec import EnvOptions
 from benchmarks.engine.prompts import measure, print_result
 from benchmarks.harness import ResultsFolder, write_results
+from benchmarks.script import run_script
 
 # Each environment's options, as flags under its name (--dining.num-agents, --craft.map-size).
 DiningOptions = alemlite.spec("dining").options
@@ -74,4 +73,4 @@ def run(config: PromptBenchConfig) -> dict:
 
 
 if __name__ == "__main__":
-    run(tyro.cli(PromptBenchConfig))
+    run_script(PromptBenchConfig, run)

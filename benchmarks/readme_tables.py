@@ -17,8 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
@@ -33,6 +31,7 @@ from benchmarks.llm_tables import (
 from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
 from benchmarks.reference_tables import matrix_references, pretrained
+from benchmarks.script import run_script
 from benchmarks.study.config import method_label
 from benchmarks.study.statistics import aggregates
 
@@ -503,4 +502,4 @@ def main(config: ReadmeTablesConfig) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(ReadmeTablesConfig))
+    run_script(ReadmeTablesConfig, main)

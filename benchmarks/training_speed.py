@@ -22,13 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-import tyro
-
 import alemlite
 from alemlite.core.spec import EnvOptions
 from baselines.common.config import NetworkConfig
 from benchmarks.engine import training
 from benchmarks.harness import ResultsFolder, write_results
+from benchmarks.script import run_script
 
 
 @dataclass(frozen=True)
@@ -111,4 +110,4 @@ def main_alternating(config: TrainingSpeedConfig) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(TrainingSpeedConfig))
+    run_script(TrainingSpeedConfig, main)

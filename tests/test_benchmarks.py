@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end and write what the README quotes (no timing asserted);
 `alemlite bench` serves every registered environment; published commands still parse."""
 
+import dataclasses
 import json
 import re
 import shlex
@@ -16,6 +17,7 @@ import pytest
 import tyro
 
 import alemlite
+from alemlite.core.errors import ConfigError, require
 from alemlite_app import bench
 from alemlite_app.freshness import RENAMED_FLAGS
 from benchmarks.dining_throughput import DiningBenchConfig, run
@@ -23,6 +25,7 @@ from benchmarks.engine.policies import policy_episodes
 from benchmarks.engine.training import TrainingSpeedConfig
 from benchmarks.harness import RESULTS_DIR, hash_actions
 from benchmarks.peers.table import PEERS
+from benchmarks.script import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = jax.devices()[0].platform
@@ -251,3 +254,51 @@ def test_the_published_craft_training_speed_command_means_what_it_did():
     )
     dining = tyro.cli(TrainingSpeedConfig, args=[]).benchmark()
     assert dining.env == "dining" and dining.options == alemlite.spec("dining").options()
+
+
+def _script_entry(path: Path) -> str | None:
+    """The call in a module's `if __name__ == "__main__":` block, as source."""
+    import ast
+
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            return ast.unparse(node.body[0])
+    return None
+
+
+def test_every_benchmark_script_enters_through_run_script():
+    scripts = {
+        path.name: entry
+        for path in sorted((ROOT / "benchmarks").glob("*.py"))
+        if (entry := _script_entry(path)) is not None
+    }
+    assert len(scripts) >= len(MAIN_CONFIGS)
+    assert {name for name, entry in scripts.items() if not entry.startswith("run_script(")} == set()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Refusing:
+    episodes: int = 4
+
+    def __post_init__(self):
+        require(self.episodes > 0, f"episodes={self.episodes} must be positive; pass --episodes N")
+
+
+def test_a_refused_value_ends_a_script_in_one_line_and_debug_shows_the_traceback(capsys):
+    ran = []
+    run_script(_Refusing, ran.append, ["--episodes", "3"])
+    assert ran == [_Refusing(3)]
+    with pytest.raises(SystemExit) as exit_:
+        run_script(_Refusing, ran.append, ["--episodes", "0"])
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith("error: episodes=0 must be positive; pass --episodes N"), line
+
+    def refuse_while_running(config):
+        raise ConfigError(f"out={config.episodes} is not a folder")
+
+    with pytest.raises(SystemExit):
+        run_script(_Refusing, refuse_while_running, [])
+    assert capsys.readouterr().err.strip().endswith("error: out=4 is not a folder")
+    with pytest.raises(ConfigError):
+        run_script(_Refusing, ran.append, ["--episodes", "0", "--debug"])
