@@ -195,6 +195,7 @@ PROSE: dict[str, tuple[Stated, ...]] = {
             for n, text in ((5, "0.6 M"), (10, "1.2 M"), (15, "1.8 M"))
         ),
         field("54 min", STUDY, "wall_s", 1 / 60),
+        field("2.3 h", "dining_reference_5_shaped_1b.json", "machine.wall_time_s", 1 / 3600),
         field(
             "1.25%", STUDY, "settings.paper-5.methods.teamtr.final.episodes.zero_meals.mean", 100
         ),

@@ -30,7 +30,7 @@ from benchmarks.llm_tables import (
 )
 from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
-from benchmarks.reference_tables import matrix_references, pretrained
+from benchmarks.reference_tables import dining_budget, matrix_references, pretrained
 from benchmarks.script import run_script
 from benchmarks.study.config import method_label
 from benchmarks.study.statistics import aggregates
@@ -436,6 +436,7 @@ def training_speed_obs_encodings() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "dining_reference_policies": dining_reference_policies,
     "marl_dining": marl_dining,
+    "dining_budget": dining_budget,
     "coordination_study": coordination_study,
     "study_aggregates": study_aggregates,
     "dining_throughput": dining_throughput,

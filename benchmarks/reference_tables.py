@@ -31,6 +31,7 @@ SHIPPED = {
     "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
     "dining-3-shaped": ("dining_reference_3_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
+    "dining-5-shaped-1b": ("dining_reference_5_shaped_1b.json", None, DINING_ANCHORS),
     "dining-10-shaped": ("dining_reference_10_shaped.json", None, DINING_ANCHORS),
     "dining-15-shaped": ("dining_reference_15_shaped.json", None, DINING_ANCHORS),
     "dining-3-paper": ("dining_reference_3_paper.json", None, DINING_ANCHORS),
@@ -137,4 +138,51 @@ def matrix_references() -> str:
         )
         cells += [f"{ceiling:.1f}", format_interval(scripted["uniform"]["return"], 1)]
         lines.append(f"| {game.replace('_', ' ')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _millions(agent_steps: float) -> str:
+    return f"{agent_steps / 1e6:,.2f} M" if agent_steps < 1e8 else f"{agent_steps / 1e6:,.0f} M"
+
+
+def dining_budget() -> str:
+    """The N = 5 `shaped` reference at its budget (IPPO and MAPPO, 4 seeds each, about 2 M
+    agent steps a seed) beside MAPPO trained to 1 B agent steps (`dining-5-shaped-1b`): where
+    each best checkpoint was, its held-out return, and the best scripted policy's."""
+    results = {
+        "2 M": load("dining_reference_5_shaped.json"),
+        "1 B": load("dining_reference_5_shaped_1b.json"),
+    }
+    lines = [
+        "| run | agent steps a seed | seeds | best checkpoint at | held-out return "
+        "(best checkpoints) | shipped policy on the test episodes | vs resource ordering |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for budget, found in results.items():
+        chosen = found["chosen"]
+        for name, run in found["runs"].items():
+            steps = run["agent_steps_per_seed"]
+            at = ", ".join(
+                _millions(steps * update / run["num_updates"])
+                for update in run["best"]["update_per_seed"]
+            )
+            best = run["best"]
+            held_out = (
+                f"{format_interval(best['return_across_seeds'])} across seeds"
+                if run["num_seeds"] > 1
+                else f"{best['return_per_seed'][0]:.2f}"
+            )
+            shipped = chosen["algorithm"] == name
+            resource_ordering = found["test"]["scripted"]["resource_ordering"]
+            lines.append(
+                f"| {method_label(name)}, {budget} | {_millions(steps)} | {run['num_seeds']} "
+                f"| {at} | {held_out} | "
+                + (
+                    f"{format_interval(found['test']['return'])} (seed {chosen['seed']}) | "
+                    f"{resource_ordering['return']['mean']:.2f}, Welch p "
+                    f"{p_value(resource_ordering['welch_p'])} |"
+                    if shipped
+                    else " not shipped (below MAPPO on validation) | |"
+                )
+            )
     return "\n".join(lines)
