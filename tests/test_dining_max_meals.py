@@ -1,5 +1,6 @@
 """`max_meals` is the best meal count reachable: exhaustive search on small tables, the budget
-enumerated, the dynamic programme it replaced, and its periodic extension up to the limit."""
+enumerated, the dynamic programme it replaced, and its periodic extension up to the limit. The
+`shaped` return's ceiling built on it is the best return an exhaustive search finds."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from alemlite.envs.dining.max_meals import (
     max_meals_table,
     meals_by_step,
 )
+from alemlite.envs.dining.rewards import shaped_ceiling
+from alemlite.metrics import fairness
 from benchmarks.reference.dining import (
     FREE,
     GRAB_LEFT,
@@ -100,6 +103,27 @@ def dynamic_programme(num_philosophers: int, num_steps: int) -> list[int]:
     return totals
 
 
+def meal_tallies_by_search(num_philosophers: int, max_steps: int) -> set[tuple[int, ...]]:
+    """Every philosopher's meals at the horizon, over every joint action sequence that does
+    not deadlock (as in `most_meals_by_search`, with each seat's count kept)."""
+    n = num_philosophers
+    states = {((FREE,) * n, (0,) * n)}
+    for _ in range(max_steps):
+        following = set()
+        for forks, meals in states:
+            eating = [held_forks(list(forks), p) == 2 for p in range(n)]
+            choices = [
+                [WAIT] if eating[p] else [WAIT, GRAB_LEFT, GRAB_RIGHT, RELEASE] for p in range(n)
+            ]
+            for moves in itertools.product(*choices):
+                after, now_eating, ate, _ = table_step(list(forks), eating, list(moves), False)
+                if not is_deadlocked(after, now_eating):
+                    tally = tuple(m + a for m, a in zip(meals, ate, strict=True))
+                    following.add((tuple(after), tally))
+        states = following
+    return {meals for _, meals in states}
+
+
 @pytest.fixture(scope="module")
 def table() -> np.ndarray:
     return max_meals_table(MAX_PHILOSOPHERS)  # every table size the limit allows
@@ -170,6 +194,23 @@ def test_known_values():
     assert int(env.max_meals(env.make_params(max_steps=1))) == 0
     batch = env.make_params(num_philosophers=np.array([5, 10, 15]), max_steps=np.array([30, 30, 7]))
     assert np.asarray(env.max_meals(batch)).tolist() == [29, 59, 20]
+
+
+@pytest.mark.parametrize(("num_philosophers", "max_steps"), [(3, 8), (4, 6)])
+def test_the_shaped_ceiling_is_the_best_return_a_search_finds(num_philosophers, max_steps):
+    params = alemlite.make(
+        "dining", num_philosophers=num_philosophers, max_steps=max_steps
+    ).default_params
+    seats = np.ones(num_philosophers, bool)
+
+    def mean_return(meals: tuple[int, ...]) -> float:  # shaped_rewards summed over the episode
+        share = float(fairness(np.array(meals, np.float32), seats))
+        earned = sum(meals) * (1 + float(params.fairness_bonus) * share)
+        starved = float(params.starvation_penalty) * meals.count(0)
+        return (earned - starved) / num_philosophers
+
+    best = max(map(mean_return, meal_tallies_by_search(num_philosophers, max_steps)))
+    assert shaped_ceiling(num_philosophers, max_steps, params) == pytest.approx(best, abs=1e-6)
 
 
 def test_paper_tables_beyond_the_limit_are_refused(table):
