@@ -8,7 +8,8 @@ card, the results in `dining_reference_{N}_{reward}.json`.
 The billion-step variant of N = 5 (`--label 1b`: `dining-5-shaped-1b`) is the same command
 with `--algorithms mappo --num-seeds 1 --num-envs 256 --num-updates 24420` (256 tables x 32
 steps x 5 seats = 40,960 agent steps an update; on a CPU the larger batch takes less time an
-agent step than 64 tables).
+agent step than 64 tables). N = 10 for 250 M agent steps (`--label 250m`) is `--num-agents 10
+--algorithms ippo mappo --num-seeds 1 --num-envs 256 --num-updates 3050`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import alemlite
+from alemlite.envs.dining.rewards import shaped_ceiling
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
 from benchmarks.references import p_value
@@ -33,6 +35,7 @@ SHIPPED = {
     "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped-1b": ("dining_reference_5_shaped_1b.json", None, DINING_ANCHORS),
     "dining-10-shaped": ("dining_reference_10_shaped.json", None, DINING_ANCHORS),
+    "dining-10-shaped-250m": ("dining_reference_10_shaped_250m.json", None, DINING_ANCHORS),
     "dining-15-shaped": ("dining_reference_15_shaped.json", None, DINING_ANCHORS),
     "dining-3-paper": ("dining_reference_3_paper.json", None, DINING_ANCHORS),
     "dining-5-paper": ("dining_reference_5_paper.json", None, DINING_ANCHORS),
@@ -141,48 +144,66 @@ def matrix_references() -> str:
     return "\n".join(lines)
 
 
+def _budget(agent_steps: float) -> str:
+    """Agent steps a seed in a row's words: `2 M`, `250 M`, `1 B`."""
+    return f"{agent_steps / 1e9:.0f} B" if agent_steps >= 1e9 else f"{agent_steps / 1e6:.0f} M"
+
+
 def _millions(agent_steps: float) -> str:
     return f"{agent_steps / 1e6:,.2f} M" if agent_steps < 1e8 else f"{agent_steps / 1e6:,.0f} M"
 
 
+# Table size -> its reference's results, then the same setting trained for longer (`--label`).
+DINING_BUDGETS = {
+    5: ("dining_reference_5_shaped.json", "dining_reference_5_shaped_1b.json"),
+    10: ("dining_reference_10_shaped.json", "dining_reference_10_shaped_250m.json"),
+}
+
+
 def dining_budget() -> str:
-    """The N = 5 `shaped` reference at its budget (IPPO and MAPPO, 4 seeds each, about 2 M
-    agent steps a seed) beside MAPPO trained to 1 B agent steps (`dining-5-shaped-1b`): where
-    each best checkpoint was, its held-out return, and the best scripted policy's."""
-    results = {
-        "2 M": load("dining_reference_5_shaped.json"),
-        "1 B": load("dining_reference_5_shaped_1b.json"),
-    }
+    """Each `shaped` dining reference at its budget (IPPO and MAPPO, 4 seeds) beside the same
+    setting trained for far longer (one seed a method): where each best checkpoint was, its
+    held-out return, and the setting's ceiling (`shaped_ceiling`)."""
     lines = [
-        "| run | agent steps a seed | seeds | best checkpoint at | held-out return "
-        "(best checkpoints) | shipped policy on the test episodes | vs resource ordering |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| table (ceiling) | run | agent steps a seed | seeds | best checkpoint at | held-out "
+        "return (best checkpoints) | shipped policy on the test episodes | vs resource ordering |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for budget, found in results.items():
-        chosen = found["chosen"]
-        for name, run in found["runs"].items():
-            steps = run["agent_steps_per_seed"]
-            at = ", ".join(
-                _millions(steps * update / run["num_updates"])
-                for update in run["best"]["update_per_seed"]
-            )
-            best = run["best"]
-            held_out = (
-                f"{format_interval(best['return_across_seeds'])} across seeds"
-                if run["num_seeds"] > 1
-                else f"{best['return_per_seed'][0]:.2f}"
-            )
-            shipped = chosen["algorithm"] == name
-            resource_ordering = found["test"]["scripted"]["resource_ordering"]
-            lines.append(
-                f"| {method_label(name)}, {budget} | {_millions(steps)} | {run['num_seeds']} "
-                f"| {at} | {held_out} | "
-                + (
-                    f"{format_interval(found['test']['return'])} (seed {chosen['seed']}) | "
-                    f"{resource_ordering['return']['mean']:.2f}, Welch p "
-                    f"{p_value(resource_ordering['welch_p'])} |"
-                    if shipped
-                    else " not shipped (below MAPPO on validation) | |"
-                )
-            )
+    for files in DINING_BUDGETS.values():
+        for found in map(load, files):
+            lines += _budget_rows(found)
     return "\n".join(lines)
+
+
+def _budget_rows(found: dict) -> list[str]:
+    """One row a method of a `dining_references` results file."""
+    chosen = found["chosen"]
+    chosen_run = found["runs"][chosen["algorithm"]]
+    options = alemlite.spec("dining").options(**chosen_run["env"]["options"])
+    env = alemlite.spec("dining").build(options)
+    ceiling = shaped_ceiling(options.num_agents, options.max_steps, env.default_params)
+    resource_ordering = found["test"]["scripted"]["resource_ordering"]
+    rows = []
+    for name, run in found["runs"].items():
+        steps = run["agent_steps_per_seed"]
+        best = run["best"]
+        at = ", ".join(
+            _millions(steps * update / run["num_updates"]) for update in best["update_per_seed"]
+        )
+        held_out = (
+            f"{format_interval(best['return_across_seeds'])} across seeds"
+            if run["num_seeds"] > 1
+            else f"{best['return_per_seed'][0]:.2f}"
+        )
+        shipped = (
+            f"{format_interval(found['test']['return'])} (seed {chosen['seed']}) | "
+            f"{resource_ordering['return']['mean']:.2f}, Welch p "
+            f"{p_value(resource_ordering['welch_p'])}"
+            if name == chosen["algorithm"]
+            else f"not shipped (below {method_label(chosen['algorithm'])} on validation) |"
+        )
+        rows.append(
+            f"| N = {options.num_agents} ({ceiling:.2f}) | {method_label(name)}, {_budget(steps)} "
+            f"| {_millions(steps)} | {run['num_seeds']} | {at} | {held_out} | {shipped} |"
+        )
+    return rows
