@@ -153,11 +153,13 @@ def _millions(agent_steps: float) -> str:
     return f"{agent_steps / 1e6:,.2f} M" if agent_steps < 1e8 else f"{agent_steps / 1e6:,.0f} M"
 
 
-# Table size -> its reference's results, then the same setting trained for longer (`--label`).
-DINING_BUDGETS = {
-    5: ("dining_reference_5_shaped.json", "dining_reference_5_shaped_1b.json"),
-    10: ("dining_reference_10_shaped.json", "dining_reference_10_shaped_250m.json"),
-}
+# Each setting's reference results, then the same setting trained for longer (`--label`).
+DINING_BUDGETS = (
+    "dining_reference_5_shaped.json",
+    "dining_reference_5_shaped_1b.json",
+    "dining_reference_10_shaped.json",
+    "dining_reference_10_shaped_250m.json",
+)
 
 
 def dining_budget() -> str:
@@ -169,9 +171,8 @@ def dining_budget() -> str:
         "return (best checkpoints) | shipped policy on the test episodes | vs resource ordering |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for files in DINING_BUDGETS.values():
-        for found in map(load, files):
-            lines += _budget_rows(found)
+    for found in map(load, DINING_BUDGETS):
+        lines += _budget_rows(found)
     return "\n".join(lines)
 
 
@@ -181,7 +182,7 @@ def _budget_rows(found: dict) -> list[str]:
     chosen_run = found["runs"][chosen["algorithm"]]
     options = alemlite.spec("dining").options(**chosen_run["env"]["options"])
     env = alemlite.spec("dining").build(options)
-    ceiling = shaped_ceiling(options.num_agents, options.max_steps, env.default_params)
+    ceiling = shaped_ceiling(env.default_params, int(env.max_meals(env.default_params)))
     resource_ordering = found["test"]["scripted"]["resource_ordering"]
     rows = []
     for name, run in found["runs"].items():

@@ -198,9 +198,8 @@ def test_known_values():
 
 @pytest.mark.parametrize(("num_philosophers", "max_steps"), [(3, 8), (4, 6)])
 def test_the_shaped_ceiling_is_the_best_return_a_search_finds(num_philosophers, max_steps):
-    params = alemlite.make(
-        "dining", num_philosophers=num_philosophers, max_steps=max_steps
-    ).default_params
+    env = alemlite.make("dining", num_philosophers=num_philosophers, max_steps=max_steps)
+    params = env.default_params
     seats = np.ones(num_philosophers, bool)
 
     def mean_return(meals: tuple[int, ...]) -> float:  # shaped_rewards summed over the episode
@@ -210,7 +209,8 @@ def test_the_shaped_ceiling_is_the_best_return_a_search_finds(num_philosophers, 
         return (earned - starved) / num_philosophers
 
     best = max(map(mean_return, meal_tallies_by_search(num_philosophers, max_steps)))
-    assert shaped_ceiling(num_philosophers, max_steps, params) == pytest.approx(best, abs=1e-6)
+    ceiling = shaped_ceiling(params, int(env.max_meals(params)))
+    assert ceiling == pytest.approx(best, abs=1e-6)
 
 
 def test_paper_tables_beyond_the_limit_are_refused(table):

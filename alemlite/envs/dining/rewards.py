@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from alemlite.envs.dining.config import DiningParams
-from alemlite.envs.dining.max_meals import lookup_max_meals, max_meals_table
 from alemlite.metrics import fairness
 
 
@@ -69,21 +69,21 @@ def share_if(shared: jax.Array, rewards: jax.Array, active: jax.Array) -> jax.Ar
     return jnp.where(shared, jnp.where(active, mean, 0.0), rewards)
 
 
-def shaped_ceiling(num_philosophers: int, max_steps: int, params: DiningParams) -> float:
-    """An upper bound on the mean `shaped` return per philosopher of a full table.
+def shaped_ceiling(params: DiningParams, max_meals: int) -> float:
+    """An upper bound on the mean `shaped` return per philosopher of a full table of
+    `params.num_philosophers` that eats at most `max_meals` meals (`DiningEnv.max_meals`).
 
-    A table eats at most `max_meals(N, T)` meals. For M meals the split as even as integers
-    allow has the highest fairness (moving a meal from a richer to a poorer seat lowers the
-    Gini), so the table earns at most `(1 + fairness_bonus * fairness) * M / N`; penalties
-    (taken as non-negative) only lower it. The bound is the largest over M. At N = 5,
-    T = 30 it is 8.60 (29 meals shared 6, 6, 6, 6, 5), which trained teams reach.
+    For M meals the split as even as integers allow has the highest fairness (moving a meal
+    from a richer to a poorer seat lowers the Gini), so the table earns at most
+    `(1 + fairness_bonus * fairness) * M / N`; penalties (taken as non-negative) only lower
+    it. The bound is the largest over M <= max_meals. At N = 5, T = 30 it is 8.60 (29 meals
+    shared 6, 6, 6, 6, 5), which trained teams reach.
     """
-    most = int(lookup_max_meals(max_meals_table(num_philosophers), num_philosophers, max_steps))
-    seats = jnp.ones(num_philosophers, bool)
-    best = 0.0
-    for meals in range(most + 1):
-        share, extra = divmod(meals, num_philosophers)
-        split = jnp.array([share + 1] * extra + [share] * (num_philosophers - extra), jnp.float32)
-        bonus = float(params.fairness_bonus) * float(fairness(split, seats))
-        best = max(best, (1.0 + bonus) * meals / num_philosophers)
-    return best
+    seats = int(params.num_philosophers)
+    meals = np.arange(max_meals + 1)[:, None]
+    even_splits = meals // seats + (np.arange(seats)[None, :] < meals % seats)
+    shares = jax.vmap(fairness, in_axes=(0, None))(
+        jnp.asarray(even_splits, jnp.float32), jnp.ones(seats, bool)
+    )
+    earned = (1.0 + params.fairness_bonus * shares) * meals[:, 0] / seats
+    return float(earned.max())
