@@ -8,6 +8,8 @@ updates, over seeds 0 to 9, GRPO, SRPO and TeamTR score 1.5 to 2.8; IPPO and MAP
 learning from the team reward, score 1.8 to 2.2 over seeds 0 to 2 (from each seat's own
 reward they scored 0.8 to 2.2, some seeds settling where a second philosopher starves);
 with the seed fixed here: IPPO 1.76, MAPPO 2.14, GRPO 1.67, SRPO 1.54, TeamTR 2.70.
+DAgger, imitating resource ordering, scores 1.66 over seeds 0 to 2, its teacher's return
+(the learner agrees with it on 99.7% of steps by the last update).
 The bar of 0.5, above every scripted policy but resource ordering, lies 0.9 above
 untrained play and 0.3 below the weakest trained seed.
 """
@@ -24,6 +26,7 @@ from baselines.common.agents import SharedActor
 from baselines.common.config import (
     ALGORITHMS,
     GroupConfig,
+    ImitationConfig,
     NetworkConfig,
     PPOConfig,
     TrainConfig,
@@ -54,6 +57,7 @@ def small_config(algorithm: str) -> TrainConfig:
         network=NetworkConfig(hidden_size=32, num_layers=1),
         ppo=PPOConfig(num_minibatches=2),
         group=GroupConfig(group_size=8),
+        imitation=ImitationConfig(teacher="resource_ordering"),
         progress=False,
     )
 

@@ -131,6 +131,10 @@ class EnvSpec:
     """`(env, state, params)` -> the state in words for a person (host side)."""
     curriculum: Curriculum | None = None
     """The option a training curriculum may schedule; None: no curriculum."""
+    noop_action: int | None = None
+    """The action every state allows and that changes nothing, which is also what an action
+    the mask forbids amounts to (imitation relabels a scripted policy's forbidden actions
+    as it); None: no such action."""
     pooled_resets: bool = False
     """Resets are expensive (e.g. world generation): trainers keep a pool of start states."""
     small_options: Mapping[str, Any] = field(default_factory=dict)

@@ -35,6 +35,7 @@ ALGORITHMS = {
     "grpo": "baselines.grpo:GRPO",
     "srpo": "baselines.srpo:SRPO",
     "teamtr": "baselines.teamtr:TeamTR",
+    "dagger": "baselines.dagger:DAgger",
 }
 
 
@@ -141,6 +142,25 @@ class GroupConfig:
 
 
 @dataclass(frozen=True)
+class ImitationConfig:
+    """Settings of imitation learning (`dagger`): which scripted policy it learns from and how
+    long that teacher plays (the rest comes from `TrainConfig.ppo`: optimiser and epochs)."""
+
+    teacher: str = ""
+    """The environment's scripted policy to imitate (`alemlite policies`; craft: team)."""
+    mixing_updates: int = 20
+    """Updates over which the share of tables the teacher plays falls linearly from 1 to 0;
+    after them the learner plays every step and the teacher only labels its states (DAgger)."""
+
+    def __post_init__(self):
+        require(
+            self.mixing_updates >= 0,
+            f"imitation.mixing_updates={self.mixing_updates} must be 0 (the learner plays "
+            "from the start) or positive",
+        )
+
+
+@dataclass(frozen=True)
 class CurriculumConfig:
     values: tuple[int, ...] = ()
     """Values of the environment's curriculum option in the order they are trained (dining:
@@ -234,6 +254,7 @@ class AlgorithmConfig:
     network: NetworkConfig
     ppo: PPOConfig
     group: GroupConfig
+    imitation: ImitationConfig
     num_envs: int
     num_steps: int
     num_updates: int
@@ -257,7 +278,9 @@ class EvaluationConfig:
 class TrainConfig:
     """A whole training run: algorithm, environment, batch shape, schedule and outputs."""
 
-    algorithm: tyro.conf.Positional[Literal["ippo", "mappo", "grpo", "srpo", "teamtr"]] = "ippo"
+    algorithm: tyro.conf.Positional[
+        Literal["ippo", "mappo", "grpo", "srpo", "teamtr", "dagger"]
+    ] = "ippo"
     """Which algorithm to train."""
     env: str = DEFAULT_ENV
     """the environment (alemlite.registered_environments())"""
@@ -268,6 +291,8 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     group: GroupConfig = field(default_factory=GroupConfig)
     """grpo, srpo, teamtr: group size, compared returns, KL penalty and budget."""
+    imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    """dagger: the scripted teacher and how long it plays."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     """Train across values of the environment's curriculum option (dining: table sizes,
     `--curriculum.values 5 10 15`); the option itself is set to the largest value."""
@@ -356,6 +381,14 @@ class TrainConfig:
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
         if self.curriculum.enabled:
             self._schedule_the_curriculum_option()
+        if self.algorithm == "dagger":
+            scripted = sorted(spec(self.env).policies)
+            require(
+                self.imitation.teacher in scripted,
+                f"imitation.teacher={self.imitation.teacher!r}: dagger imitates one of "
+                f"{self.env}'s scripted policies; give --imitation.teacher, one of "
+                f"{', '.join(scripted)}",
+            )
 
     def _schedule_the_curriculum_option(self) -> None:
         """Check the curriculum against the environment; set its option to the largest value
@@ -397,6 +430,7 @@ class TrainConfig:
             network=self.network,
             ppo=self.ppo,
             group=self.group,
+            imitation=self.imitation,
             num_envs=self.num_envs,
             num_steps=self.num_steps,
             num_updates=self.num_updates,
@@ -441,6 +475,7 @@ class TrainConfig:
                 "network": NetworkConfig(**values["network"]),
                 "ppo": PPOConfig(**values["ppo"]),
                 "group": GroupConfig(**values.get("group", {})),
+                "imitation": ImitationConfig(**values.get("imitation", {})),
                 "curriculum": CurriculumConfig(**values.get("curriculum", {})),
                 "distributed": DistributedConfig(**launch),
             }

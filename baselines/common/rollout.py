@@ -34,6 +34,9 @@ class AgentView:
     global_state: jax.Array  # (E, *global_state_shape)
     active: jax.Array  # (E, N) bool: seats in play (inert seats carry no loss)
     episode_start: jax.Array  # (E,) bool: recurrent state starts again here
+    # (E, N) int32: a scripted teacher's actions on this step's states, which imitation
+    # learns from (`collect(..., teacher=...)`); None otherwise.
+    teacher_actions: jax.Array | None = None
 
 
 def agent_view(vec_env: VecEnv, state: VecState, observation, params, episode_start) -> AgentView:
@@ -74,6 +77,8 @@ class Transition:
 ActFn = Callable[[Any, Any, AgentView, jax.Array], tuple[Any, jax.Array, jax.Array, jax.Array]]
 # bootstrap(params, hidden, final_view) -> value (E, N)
 BootstrapFn = Callable[[Any, Any, AgentView], jax.Array]
+# teacher(key, env_state, env_params) -> the teacher's actions (E, N)
+TeacherFn = Callable[[jax.Array, VecState, Any], jax.Array]
 
 
 def reset(vec_env: VecEnv, env_params, key: jax.Array, hidden) -> RolloutState:
@@ -92,13 +97,22 @@ def collect(
     rollout: RolloutState,
     key: jax.Array,
     num_steps: int,
+    teacher: TeacherFn | None = None,
 ) -> tuple[RolloutState, Transition]:
-    """Play `num_steps` steps; returns the new rollout state and `(T, E, ...)` transitions."""
+    """Play `num_steps` steps; returns the new rollout state and `(T, E, ...)` transitions.
+
+    With a `teacher`, every step's view carries its actions (`AgentView.teacher_actions`),
+    which `act` sees and the transitions keep.
+    """
     cut_off_at_time_limit = vec_env.env.time_limit is TimeLimit.CUTOFF
 
     def one_step(rollout: RolloutState, step_key):
         act_key, env_key = jax.random.split(step_key)
-        hidden, actions, log_prob, value = act(params, rollout.hidden, rollout.view, act_key)
+        view = rollout.view
+        if teacher is not None:
+            teacher_key = jax.random.fold_in(step_key, 1)
+            view = view.replace(teacher_actions=teacher(teacher_key, rollout.env_state, env_params))
+        hidden, actions, log_prob, value = act(params, rollout.hidden, view, act_key)
         observation, env_state, reward, done, info = vec_env.step(
             env_key, rollout.env_state, actions, env_params
         )
@@ -118,9 +132,9 @@ def collect(
         else:
             final_value = jnp.zeros_like(reward)
             terminal = done
-        active = rollout.view.active
+        active = view.active
         transition = Transition(
-            view=rollout.view,
+            view=view,
             actions=actions,
             log_prob=log_prob,
             value=value,

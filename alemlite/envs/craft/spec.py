@@ -96,6 +96,7 @@ SPEC = EnvSpec(
     render_rgb=render_rgb,
     render_agent_rgb=render_agent_rgb,
     seat_colours=lambda env: C.AGENT_COLOURS[: env.num_agents],
+    noop_action=C.NOOP,
     pooled_resets=True,
     small_options={"num_agents": 2, "map_size": 16, "max_steps": 6},
 )

@@ -14,6 +14,7 @@ from alemlite.envs.dining.config import DiningConfig
 from alemlite.envs.dining.env import DiningEnv
 from alemlite.envs.dining.policies import DINING_POLICIES
 from alemlite.envs.dining.render import render_rgb
+from alemlite.envs.dining.state import WAIT
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ SPEC = EnvSpec(
     prompt_defaults=PromptOptions(variant="default", history=5),
     render_rgb=render_rgb,
     render_text=render_text,
+    # A forbidden grab (the fork is taken) fails: the philosopher waits.
+    noop_action=WAIT,
     small_options={"num_agents": 3, "max_steps": 6},
     curriculum=Curriculum(
         option="num_agents",

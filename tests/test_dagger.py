@@ -1,0 +1,118 @@
+"""DAgger: the teacher's share of the tables, its labels and the refusals of its settings.
+
+That it learns (it reproduces resource ordering on dining) is `tests/test_learning.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import alemlite
+from alemlite.core.errors import ConfigError
+from alemlite.envs.dining.state import WAIT
+from baselines.common.config import ImitationConfig, NetworkConfig, TrainConfig
+from baselines.common.trainer import build_algorithm
+
+OPTIONS = alemlite.spec("dining").options(num_agents=5, max_steps=12)
+ENV = alemlite.spec("dining").build(OPTIONS)
+
+
+def dagger(mixing_updates: int):
+    config = TrainConfig(
+        algorithm="dagger",
+        options=OPTIONS,
+        num_envs=16,
+        num_steps=12,
+        network=NetworkConfig(hidden_size=16, num_layers=1),
+        imitation=ImitationConfig(teacher="resource_ordering", mixing_updates=mixing_updates),
+        progress=False,
+    )
+    return build_algorithm(config, ENV)
+
+
+@pytest.fixture(scope="module")
+def first_update_agreement():
+    """The share of steps whose played actions were the teacher's, in the first update,
+    with the teacher playing every table (a long mixing) and none (no mixing)."""
+
+    def agreement(mixing_updates: int) -> float:
+        algorithm = dagger(mixing_updates)
+        runner = algorithm.init(jax.random.PRNGKey(0))
+        _, metrics = jax.jit(algorithm.update)(runner)
+        return float(metrics["imitation/agreement"])
+
+    return {"teacher": agreement(1000), "learner": agreement(0)}
+
+
+def test_the_teacher_plays_every_table_while_its_share_is_one(first_update_agreement):
+    assert first_update_agreement["teacher"] == 1.0
+
+
+def test_the_untrained_learner_plays_its_own_actions_without_mixing(first_update_agreement):
+    # Uniform over two to four legal moves: about a third of them match the teacher.
+    assert first_update_agreement["learner"] < 0.6
+
+
+def test_the_teacher_share_falls_linearly_to_zero_over_the_mixing_updates():
+    shares = [float(dagger(10).teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
+    assert shares == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    assert float(dagger(0).teacher_share(jnp.asarray(0))) == 0.0
+
+
+def test_a_forbidden_teacher_action_is_relabelled_as_the_wait_it_amounts_to():
+    """Resource ordering keeps grabbing a fork a neighbour holds (the mask forbids it, the
+    grab fails): the labels are waits there, and every label is one the learner can take."""
+    algorithm = dagger(1000)
+    runner = algorithm.init(jax.random.PRNGKey(1))
+    vec_env, params = algorithm.vec_env, algorithm.env_params
+    teacher = alemlite.spec("dining").policy("resource_ordering", ENV)
+
+    @jax.jit
+    def labels_along_a_rollout(runner):
+        def one_step(state, key):
+            raw = jax.vmap(teacher, in_axes=(0, 0, None))(
+                jax.random.split(key, vec_env.num_envs), state.env_state.env_state, params
+            )
+            labels = algorithm._teacher_actions(key, state, params)
+            mask = vec_env.action_mask(state, params)
+            _, state, *_ = vec_env.step(key, state, labels, params)
+            return state, (raw, labels, mask)
+
+        keys = jax.random.split(jax.random.PRNGKey(2), 12)
+        return jax.lax.scan(one_step, runner.rollout.env_state, keys)[1]
+
+    raw, labels, mask = map(np.asarray, labels_along_a_rollout(runner))
+    raw_allowed = np.take_along_axis(mask, raw[..., None], -1)[..., 0]
+    assert (~raw_allowed).sum() > 0, "no forbidden grab on this rollout: nothing was checked"
+    assert (labels[~raw_allowed] == WAIT).all()
+    assert (labels[raw_allowed] == raw[raw_allowed]).all()
+    assert np.take_along_axis(mask, labels[..., None], -1).all()
+
+
+def test_dagger_without_a_teacher_is_refused_naming_the_flag():
+    with pytest.raises(ConfigError, match=r"--imitation\.teacher, one of all_wait, backoff"):
+        TrainConfig(algorithm="dagger", options=OPTIONS)
+    with pytest.raises(ConfigError, match=r"imitation\.teacher='oracle'"):
+        TrainConfig(
+            algorithm="dagger", options=OPTIONS, imitation=ImitationConfig(teacher="oracle")
+        )
+
+
+def test_a_negative_mixing_length_is_refused():
+    with pytest.raises(ConfigError, match=r"imitation\.mixing_updates=-1"):
+        ImitationConfig(teacher="backoff", mixing_updates=-1)
+
+
+def test_the_imitation_settings_survive_a_config_round_trip():
+    config = TrainConfig(
+        algorithm="dagger",
+        options=OPTIONS,
+        imitation=ImitationConfig(teacher="backoff", mixing_updates=7),
+    )
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert dataclasses.asdict(config)["imitation"] == {"teacher": "backoff", "mixing_updates": 7}
