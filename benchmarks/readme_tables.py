@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from baselines.common.config import algorithm_label
 from benchmarks.dining_reference_policies import markdown_table as dining_policies_table
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
@@ -90,7 +91,7 @@ def marl_dining() -> str:
         )
     cells = [
         f"{format_interval(references[n]['test']['return'])} "
-        f"({references[n]['chosen']['algorithm'].upper()})"
+        f"({algorithm_label(references[n]['chosen']['algorithm'])})"
         for n in DINING_SIZES
     ]
     lines.append("| shipped `dining-N-shaped` | " + " | ".join(cells) + " |")

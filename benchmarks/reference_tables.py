@@ -61,7 +61,7 @@ def _describe_policy(description: dict) -> str:
     settings = ", ".join(f"{key} {value}" for key, value in env.items())
     kind = "GRU" if network["recurrent"] else "feed-forward"
     return (
-        f"{kind} {description['algorithm'].upper()} actor, {network['num_layers']}x"
+        f"{kind} {method_label(description['algorithm'])} actor, {network['num_layers']}x"
         f"{network['hidden_size']} tanh, {description['env']['name']} ({settings}), "
         f"{description['num_actions']} actions, {description['observation_shape'][0]:,} "
         "observation features"

@@ -29,7 +29,14 @@ import baselines
 from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import evaluate
 from alemlite.stats import mean_ci, welch_t_test
-from baselines.common.config import GroupConfig, NetworkConfig, PPOConfig, TrainConfig
+from baselines.common.config import (
+    GroupConfig,
+    ImitationConfig,
+    NetworkConfig,
+    PPOConfig,
+    TrainConfig,
+    algorithm_label,
+)
 from baselines.common.reporting import to_json
 from baselines.common.trainer import make_env, train
 from baselines.train import reference_policies
@@ -53,9 +60,13 @@ class ReferenceConfig:
     num_envs: int = 64
     num_steps: int = 32
     test_episodes: int = 512
+    eval_episodes: int = 128
+    """Validation episodes per checkpoint (they choose the best checkpoint)."""
     network: NetworkConfig = field(default_factory=NetworkConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     group: GroupConfig = field(default_factory=GroupConfig)
+    imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    """dagger: the scripted policy it imitates and how long that teacher plays."""
     runs_dir: Path = Path("runs/references")
     """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
     out: Path | None = None
@@ -100,10 +111,12 @@ def train_config(config: ReferenceConfig, algorithm: str, run_dir: Path) -> Trai
         updates_per_chunk=10,
         eval_interval=max(10, config.num_updates // 20 // 10 * 10),
         num_seeds=config.num_seeds,
+        eval_episodes=config.eval_episodes,
         test_episodes=config.test_episodes,
         network=config.network,
         ppo=config.ppo,
         group=config.group,
+        imitation=config.imitation,
         out=run_dir,
         # An interrupted run (checkpoints inside) continues where it stopped.
         resume=any((run_dir / "checkpoints").glob("*")),
@@ -171,6 +184,7 @@ def card(name: str, results: dict, results_file: str, trained_on: str) -> str:
     policy on the same test episodes (over episodes for the shipped seed, over seeds for
     the method), and where it falls short."""
     chosen = results["chosen"]
+    method = algorithm_label(chosen["algorithm"])
     run = results["runs"][chosen["algorithm"]]
     test = results["test"]
     seeds = run["best"]["return_per_seed"]
@@ -178,7 +192,7 @@ def card(name: str, results: dict, results_file: str, trained_on: str) -> str:
     lines = [
         f"# {name}",
         "",
-        f"- method: {chosen['algorithm'].upper()}, feed-forward actor "
+        f"- method: {method}, feed-forward actor "
         f"{results['config']['network']['num_layers']}x{results['config']['network']['hidden_size']}"
         f", trained on {trained_on}",
         f"- chosen: the best validation return across {', '.join(results['runs'])} and "
@@ -187,7 +201,7 @@ def card(name: str, results: dict, results_file: str, trained_on: str) -> str:
         f"{run['agent_steps_per_seed'] / 1e6:.2f} M per seed)",
         f"- held-out return: {format_interval(test['return'])} (95% interval over "
         f"{test['return']['n']} test episodes from seed {run['test_seed']:,})",
-        f"- every seed of {chosen['algorithm'].upper()}, best checkpoint, on the test episodes: "
+        f"- every seed of {method}, best checkpoint, on the test episodes: "
         + ", ".join(f"{value:.2f}" for value in seeds),
         f"- trained with `{results['machine']['command']}` at commit "
         f"{results['machine']['commit'][:12]}; numbers from `{results_file}`",
@@ -215,7 +229,7 @@ def card(name: str, results: dict, results_file: str, trained_on: str) -> str:
             lines.append(f"Falls short over episodes of: {', '.join(short)}.")
         if short_by_seed:
             lines.append(
-                f"By seed, {chosen['algorithm'].upper()}'s margin is not significant at "
+                f"By seed, {method}'s margin is not significant at "
                 f"p < {SIGNIFICANCE} over: {', '.join(short_by_seed)} (a new training run "
                 "may score below them)."
             )

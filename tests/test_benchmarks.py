@@ -40,6 +40,7 @@ MAIN_CONFIGS = {
     "marl_dining": "benchmarks.marl_dining:MarlDiningConfig",
     "dining_references": "benchmarks.dining_references:DiningReferencesConfig",
     "matrix_references": "benchmarks.matrix_references:MatrixReferencesConfig",
+    "craft_references": "benchmarks.craft_references:CraftReferencesConfig",
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",

@@ -39,6 +39,12 @@ ALGORITHMS = {
 }
 
 
+def algorithm_label(algorithm: str) -> str:
+    """How an algorithm is written in prose and tables: IPPO, MAPPO, GRPO, SRPO, TeamTR,
+    DAgger."""
+    return {"teamtr": "TeamTR", "dagger": "DAgger"}.get(algorithm, algorithm.upper())
+
+
 @dataclass(frozen=True)
 class NetworkConfig:
     hidden_size: int = 64
@@ -147,7 +153,8 @@ class ImitationConfig:
     long that teacher plays (the rest comes from `TrainConfig.ppo`: optimiser and epochs)."""
 
     teacher: str = ""
-    """The environment's scripted policy to imitate (`alemlite policies`; craft: team)."""
+    """The environment's scripted policy to imitate (as `alemlite eval --team policy:NAME`
+    names it; craft: team, dining: resource_ordering)."""
     mixing_updates: int = 20
     """Updates over which the share of tables the teacher plays falls linearly from 1 to 0;
     after them the learner plays every step and the teacher only labels its states (DAgger)."""

@@ -34,7 +34,12 @@ from alemlite.outputs import is_write_failure, writable_folder, write_failure
 from baselines.common import distributed
 from baselines.common.algorithm import Algorithm, Runner
 from baselines.common.checkpoints import RunCheckpoints, env_record, export_policy, run_lock
-from baselines.common.config import ALGORITHMS, DistributedConfig, TrainConfig
+from baselines.common.config import (
+    ALGORITHMS,
+    DistributedConfig,
+    TrainConfig,
+    algorithm_label,
+)
 from baselines.common.curriculum import Schedule, make_schedule
 from baselines.common.evaluation import SeedEvaluator
 from baselines.common.networks import observation_parts
@@ -188,7 +193,7 @@ def evaluate_references(
 
 def run_title(config: TrainConfig, env: Environment) -> str:
     """The learning curve's title: algorithm, environment and its setting."""
-    return f"{config.algorithm.upper()} on {env.name} ({config.options.describe()})"
+    return f"{algorithm_label(config.algorithm)} on {env.name} ({config.options.describe()})"
 
 
 def train(

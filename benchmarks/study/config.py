@@ -9,7 +9,7 @@ from typing import Literal
 
 import alemlite
 from alemlite.core.errors import named_as, require_at_least
-from baselines.common.config import CurriculumConfig
+from baselines.common.config import CurriculumConfig, algorithm_label
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.marl_dining import FIGURES_DIR
 
@@ -26,7 +26,7 @@ ANCHORS = ("resource_ordering", "backoff", "uniform_random", "all_wait")
 
 def method_label(method: str) -> str:
     """How a method is written in prose: IPPO, MAPPO, GRPO, SRPO, TeamTR."""
-    return "TeamTR" if method == "teamtr" else method.upper()
+    return algorithm_label(method)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,87 @@
+"""The Craft reference of one difficulty (`benchmarks.references`): DAgger imitating the
+scripted coordinating team, on 3 agents, a 32 x 32 map and 500-step episodes, the best
+checkpoint on validation shipped as `baselines/pretrained/craft-{DIFFICULTY}`
+(`baselines.load("craft-medium")`) with its card, the results in
+`craft_reference_{DIFFICULTY}.json`.
+
+    python -m benchmarks.craft_references --difficulty medium
+
+IPPO and MAPPO from the reward alone (`--algorithms dagger ippo mappo` adds them to the
+choice) learn the solo part of Craft and almost never complete a coordination task at the
+budgets this CPU allows (`benchmarks.marl_craft`), so the default is imitation of the team,
+which reads the whole state; the learner sees only its own observation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import alemlite
+from alemlite.core.spec import EnvOptions
+from baselines.common.config import ImitationConfig, NetworkConfig, PPOConfig
+from benchmarks import references
+from benchmarks.script import run_script
+
+
+@dataclass(frozen=True)
+class CraftReferencesConfig(references.ReferenceConfig):
+    """Train on one Craft difficulty (DAgger from the scripted team by default); ship the best
+    checkpoint on validation episodes."""
+
+    env_name: ClassVar[str] = "craft"
+    difficulty: Literal["easy", "medium", "hard"] = "medium"
+    map_size: int = 32
+    num_agents: int = 3
+    max_steps: int = 500
+    obs_encoding: Literal["dense", "symbolic"] = "symbolic"
+    """what each agent observes (the symbolic ids are embedded; imitation learns faster from
+    them than from the dense one-hot window at the same budget)"""
+    algorithms: tuple[str, ...] = ("dagger",)
+    num_updates: int = 400
+    num_seeds: int = 1
+    num_envs: int = 32
+    num_steps: int = 64
+    test_episodes: int = 128
+    eval_episodes: int = 32
+    network: NetworkConfig = field(default_factory=lambda: NetworkConfig(hidden_size=256))
+    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(learning_rate=5e-4))
+    imitation: ImitationConfig = field(default_factory=lambda: ImitationConfig(teacher="team"))
+    runs_dir: Path = Path("runs/craft_references")
+    """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
+
+    def options(self) -> EnvOptions:
+        return alemlite.spec("craft").options(
+            difficulty=self.difficulty,
+            map_size=self.map_size,
+            num_agents=self.num_agents,
+            max_steps=self.max_steps,
+            obs_encoding=self.obs_encoding,
+        )
+
+    @property
+    def shipped_name(self) -> str:
+        return f"craft-{self.difficulty}"
+
+    @property
+    def results_name(self) -> str:
+        return f"craft_reference_{self.difficulty}.json"
+
+    @classmethod
+    def trained_on(cls, config: dict[str, Any]) -> str:
+        return (
+            f"Craft {config['difficulty']}, {config['num_agents']} agents, "
+            f"{config['map_size']} x {config['map_size']}, {config['max_steps']}-step episodes, "
+            f"{config['obs_encoding']} observations"
+        )
+
+
+def card(name: str, results: dict, results_file: str) -> str:
+    """The card of a shipped Craft reference, from its results file."""
+    trained_on = CraftReferencesConfig.trained_on(results["config"])
+    return references.card(name, results, results_file, trained_on)
+
+
+if __name__ == "__main__":
+    run_script(CraftReferencesConfig, references.run)
