@@ -31,7 +31,12 @@ from benchmarks.llm_tables import (
 )
 from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
-from benchmarks.reference_tables import dining_budget, matrix_references, pretrained
+from benchmarks.reference_tables import (
+    craft_references,
+    dining_budget,
+    matrix_references,
+    pretrained,
+)
 from benchmarks.script import run_script
 from benchmarks.study.config import method_label
 from benchmarks.study.statistics import aggregates
@@ -446,6 +451,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "pretrained": pretrained,
     "craft_reference_teams": craft_reference_teams,
     "marl_craft": marl_craft,
+    "craft_references": craft_references,
     "marl_matrix": marl_matrix,
     "matrix_references": matrix_references,
     "jaxmarl_training": jaxmarl_training,

@@ -208,3 +208,60 @@ def _budget_rows(found: dict) -> list[str]:
             f"| {_millions(steps)} | {run['num_seeds']} | {at} | {held_out} | {shipped} |"
         )
     return rows
+
+
+CRAFT_DIFFICULTIES = ("easy", "medium", "hard")
+CRAFT_ANCHORS = {"random": "uniform random", "team": "scripted team"}
+
+
+def craft_references() -> str:
+    """Per difficulty, the shipped Craft reference beside IPPO and MAPPO trained from the
+    reward (`marl_craft_cpu.json`) and the random and scripted teams, on the same test
+    episodes (the best checkpoints; learned rows pool their seeds' episodes)."""
+    from_reward = load("marl_craft_cpu.json")["runs"]
+    lines = [
+        "| difficulty | policy | agent steps a seed | held-out return | team achievements % "
+        "| coordination achievements % | tasks completed | syncs / handovers | gives | shelters |",
+        "| --- |" + " --- |" * 9,
+    ]
+
+    def row(difficulty: str, policy: str, steps: str, episodes: dict) -> str:
+        cells = [
+            format_interval(episodes["episode_return"]),
+            format_interval(episodes["team_achievement_percent"], 1),
+            format_interval(episodes["coordination_achievement_percent"], 1),
+            f"{episodes['coordination/task_completions']['mean']:.2f}",
+            f"{episodes['coordination/syncs']['mean']:.2f} / "
+            f"{episodes['coordination/handovers']['mean']:.2f}",
+            f"{episodes['coordination/gives']['mean']:.1f}",
+            f"{episodes['construction/shelters']['mean']:.2f}",
+        ]
+        return f"| {difficulty} | {policy} | {steps} | " + " | ".join(cells) + " |"
+
+    for difficulty in CRAFT_DIFFICULTIES:
+        results = load(f"craft_reference_{difficulty}.json")
+        chosen = results["chosen"]
+        run = results["runs"][chosen["algorithm"]]
+        steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
+        lines.append(
+            row(
+                difficulty,
+                f"`craft-{difficulty}` ({method_label(chosen['algorithm'])}, seed "
+                f"{chosen['seed']})",
+                f"{steps / 1e6:.2f} M",
+                run["best"]["episodes"],
+            )
+        )
+        for algorithm in ("ippo", "mappo"):
+            trained = from_reward[f"{algorithm}-craft-{difficulty}"]
+            lines.append(
+                row(
+                    difficulty,
+                    f"{method_label(algorithm)} from the reward ({trained['num_seeds']} seeds)",
+                    f"{trained['agent_steps_per_seed'] / 1e6:.2f} M",
+                    trained["best"]["episodes"],
+                )
+            )
+        for anchor, label in CRAFT_ANCHORS.items():
+            lines.append(row(difficulty, label, "", run["references"][anchor]["episodes"]))
+    return "\n".join(lines)
