@@ -22,8 +22,8 @@ DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
 MATRIX_ANCHORS = ("uniform", "tit_for_tat", "optimal")
 MATRIX_GAMES = ("climbing", "penalty", "stag_hunt", "prisoners_dilemma")
 # Shipped policy -> (results file, run name, scripted anchors shown beside it); run name None:
-# a `benchmarks.references` file (a dining or matrix preset), whose chosen algorithm names
-# the run.
+# a `benchmarks.references` file (a dining, matrix or Craft preset), whose chosen algorithm
+# names the run.
 SHIPPED = {
     "ippo-dining-5": (
         "marl_dining_5.json",
@@ -31,6 +31,10 @@ SHIPPED = {
         DINING_ANCHORS,
     ),
     "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
+    **{
+        f"craft-{difficulty}": (f"craft_reference_{difficulty}.json", None, ("random", "team"))
+        for difficulty in ("easy", "medium", "hard")
+    },
     "dining-3-shaped": ("dining_reference_3_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped-1b": ("dining_reference_5_shaped_1b.json", None, DINING_ANCHORS),

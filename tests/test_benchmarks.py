@@ -41,6 +41,7 @@ MAIN_CONFIGS = {
     "dining_references": "benchmarks.dining_references:DiningReferencesConfig",
     "matrix_references": "benchmarks.matrix_references:MatrixReferencesConfig",
     "craft_references": "benchmarks.craft_references:CraftReferencesConfig",
+    "craft_imitation": "benchmarks.craft_imitation:CraftImitationConfig",
     "marl_craft": "benchmarks.marl_craft:MarlCraftConfig",
     "marl_matrix": "benchmarks.marl_matrix:MarlMatrixConfig",
     "jaxmarl_training": "benchmarks.jaxmarl_training:JaxMARLTrainingConfig",
