@@ -196,17 +196,30 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
         env="craft", difficulties=("easy", "medium"), team_sizes=(3, 2),
         options=alemlite.spec("craft").options(map_size=32, max_steps=500),
     )  # fmt: skip
-    assert config.checkpoints == ("ippo-craft-medium",)
+    assert config.checkpoints == ("craft-easy", "craft-hard", "craft-medium", "ippo-craft-medium")
     strata = config.strata()
     assert [s.key for s in strata] == ["easy-n3", "easy-n2", "medium-n3", "medium-n2"]
     env_spec = alemlite.spec("craft")
+    # The dense observation: the imitation references (symbolic) do not play, IPPO's does.
     easy = plan_stratum(env_spec, strata[0], config)
     assert easy.references["marl"] == "marl:ippo-craft-medium"
-    assert easy.notes == ["MARL reference ippo-craft-medium was trained with difficulty=medium "
-                          "(here easy)"]  # fmt: skip
-    assert plan_stratum(env_spec, strata[2], config).notes == []
+    refused = [note for note in easy.notes if "does not play here" in note]
+    assert len(refused) == 3 and all("observation shape" in note for note in refused)
+    assert easy.notes[-1] == ("MARL reference ippo-craft-medium was trained with "
+                              "difficulty=medium (here easy)")  # fmt: skip
+    assert not any(
+        "trained with" in note for note in plan_stratum(env_spec, strata[2], config).notes
+    )
     pair = plan_stratum(env_spec, strata[1], config)
     assert pair.references["marl"] is None and "num_agents=3" in pair.notes[0]
+    # The symbolic observation: each difficulty's own reference.
+    symbolic = GapConfig(
+        env="craft", difficulties=("easy", "hard"), team_sizes=(3,),
+        options=alemlite.spec("craft").options(map_size=32, max_steps=500, obs_encoding="symbolic"),
+    )  # fmt: skip
+    plans = [plan_stratum(env_spec, stratum, symbolic) for stratum in symbolic.strata()]
+    assert [plan.references["marl"] for plan in plans] == ["marl:craft-easy", "marl:craft-hard"]
+    assert not any("trained with" in note for plan in plans for note in plan.notes)
 
 
 def test_the_stand_in_answers_random_names_the_prompt_offers(tmp_path):
