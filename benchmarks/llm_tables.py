@@ -103,6 +103,17 @@ def _best_of(stratum: dict, kind: str) -> str:
     return f"{teams[label]['scores']['return']['mean']:.2f} ({label.removeprefix(kind + ':')})"
 
 
+def _reference_of(stratum: dict) -> str:
+    """`RETURN (NAME)` of the stratum's MARL reference (the checkpoint trained closest to
+    it), or `-` where no checkpoint plays it."""
+    label = stratum["references"].get("marl")
+    if label is None:
+        return "-"
+    return (
+        f"{stratum['teams'][label]['scores']['return']['mean']:.2f} ({label.removeprefix('marl:')})"
+    )
+
+
 def gap_smollm2() -> str:
     """SmolLM2-135M in every seat, per report and stratum, beside the MARL reference and the
     best scripted team."""
@@ -126,7 +137,7 @@ def gap_smollm2() -> str:
             rows.append(
                 f"| {setting} | {answer} | {stratum['key']} | {scores['return']['n']} "
                 f"| {format_interval(scores['return'])} "
-                f"| {_best_of(stratum, 'marl')} | {_best_of(stratum, 'scripted')} "
+                f"| {_reference_of(stratum)} | {_best_of(stratum, 'scripted')} "
                 f"| {scores['base']['mean']:.3f} | {scores['base']['zero_share']:.0%} "
                 f"| {usage['parse_rate']:.2f} | {usage['requests']:,} |"
             )
