@@ -15,23 +15,37 @@ the nearest `summary.json`, `gap.json` or other provenance-bearing JSON in a fol
     alemlite freshness --republish  # rerun each stale file's command, in order
 
 Republishing runs the recorded commands (old flag names spelled anew, `RENAMED_FLAGS`)
-from the current tree, which must be clean, one after another; run it on a quiet machine.
-A command that fails is reported and the rest still run; the exit status is then 1.
+one after another, each in a fresh worktree of the head commit (a command that ships a
+checkpoint leaves its tree dirty, and the next publish would be refused there), and copies
+what each one wrote back into this checkout, which must be clean; run it on a quiet machine.
+A command that asks the scripted stand-in model on this machine (`--model stand-in
+--base-url http://127.0.0.1:PORT/v1`) gets one on that port for its run. A command that
+fails is reported, its outputs are not copied, and the rest still run; the exit status is
+then 1. Every command reads the checkpoints of the head commit: commit what a pass
+republished before republishing the reports that read it.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import tyro
 
+from alemlite.core.errors import ConfigError
 from benchmarks.harness import RESULTS_DIR as RESULTS
+from benchmarks.provenance import TreeState
+from llm_bridge.stand_in import StandInServer
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("alemlite", "alemlite_app", "baselines", "benchmarks", "llm_bridge")
@@ -231,6 +245,65 @@ def republish_command(command: str) -> list[str]:
     return [sys.executable, *words[1:]]
 
 
+def stand_in_address(command: str) -> tuple[str, int] | None:
+    """(environment, port) of the stand-in model a recorded command asks on this machine, or
+    None when it asks none."""
+    words = shlex.split(command)
+
+    def value(flag: str) -> str | None:
+        return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+    url = urlsplit(value("--base-url") or "")
+    if value("--model") != "stand-in" or url.hostname not in ("127.0.0.1", "localhost"):
+        return None
+    return value("--env") or "dining", url.port or 80
+
+
+@contextlib.contextmanager
+def _stand_in_for(command: str) -> Iterator[None]:
+    address = stand_in_address(command)
+    if address is None:
+        yield
+        return
+    env, port = address
+    with StandInServer(env, "127.0.0.1", port, 0):
+        yield
+
+
+def _changed_files(tree: Path) -> tuple[list[str], list[str]]:
+    """(written, deleted) paths of a worktree against its commit, untracked files included."""
+    status = _git(tree, "status", "--porcelain", "--untracked-files=all", "-z").stdout
+    written, deleted = [], []
+    for entry in filter(None, status.split("\0")):
+        code, name = entry[:2], entry[3:]
+        (deleted if "D" in code else written).append(name)
+    return written, deleted
+
+
+def republish_in_worktree(command: str, repo: Path = REPO) -> bool:
+    """Run one recorded command in a fresh worktree of `repo`'s head commit and, if it
+    succeeds, copy what it wrote (and remove what it deleted) into `repo`."""
+    with tempfile.TemporaryDirectory(prefix="republish-") as scratch:
+        tree = Path(scratch) / "tree"
+        added = _git(repo, "worktree", "add", "--detach", str(tree), "HEAD")
+        if added.returncode != 0:
+            print(added.stderr.strip(), file=sys.stderr)
+            return False
+        try:
+            with _stand_in_for(command):
+                succeeded = subprocess.run(republish_command(command), cwd=tree).returncode == 0
+            if succeeded:
+                written, deleted = _changed_files(tree)
+                for name in written:
+                    (repo / name).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(tree / name, repo / name)
+                for name in deleted:
+                    (repo / name).unlink(missing_ok=True)
+            return succeeded
+        finally:
+            _git(repo, "worktree", "remove", "--force", str(tree))
+
+
 @dataclass(frozen=True)
 class FreshnessConfig:
     """List which published results are stale, or republish them."""
@@ -259,6 +332,11 @@ def freshness(config: FreshnessConfig) -> None:
         f"{len(found) - len(stale)} fresh, {len(stale)} stale (their last runs took {hours:.1f} h)"
     )
     if config.republish:
+        if TreeState.now().dirty:
+            raise ConfigError(
+                "--republish copies the rerun results into this checkout, which has "
+                "uncommitted changes; commit or stash them first"
+            )
         commands = list(
             dict.fromkeys(
                 v.provenance.command for v in stale if v.provenance and v.provenance.command
@@ -268,7 +346,7 @@ def freshness(config: FreshnessConfig) -> None:
         for number, command in enumerate(commands, 1):
             words = republish_command(command)
             print(f"[{number}/{len(commands)}] {shlex.join(words[1:])}", flush=True)
-            if subprocess.run(words, cwd=REPO).returncode != 0:
+            if not republish_in_worktree(command):
                 failed.append(command)
         unrunnable = [v for v in stale if not (v.provenance and v.provenance.command)]
         for verdict in unrunnable:

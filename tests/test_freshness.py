@@ -1,6 +1,7 @@
 """The freshness audit of published results, on a small git repository the test builds."""
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -131,3 +132,57 @@ def test_cli_commands_are_traced_from_the_module_that_runs_them():
     )
     assert freshness.entry_module("alemlite bench gpu") == "benchmarks.engine.gpu"
     assert freshness.entry_module("python -m benchmarks.marl_craft") == "benchmarks.marl_craft"
+
+
+SHIPPING_BENCHMARK = """
+import sys
+from pathlib import Path
+
+Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
+Path("benchmarks/results/speed.json").write_text('{"value": 2.0}')
+Path("benchmarks/results/old.json").unlink(missing_ok=True)
+Path("baselines/pretrained/p").mkdir(parents=True)
+Path("baselines/pretrained/p/weights.txt").write_text(" ".join(sys.argv[1:]))
+sys.exit(Path("FAIL").exists())
+"""
+
+
+def test_each_command_is_republished_in_a_worktree_of_the_head_and_its_outputs_come_back(repo):
+    (repo / "benchmarks/ship.py").write_text(SHIPPING_BENCHMARK)
+    (repo / "benchmarks/results").mkdir(parents=True)
+    (repo / "benchmarks/results/old.json").write_text("{}")
+    commit_all(repo, "first")
+
+    # twice: the first run ships a checkpoint, which would leave a shared tree dirty
+    for _ in range(2):
+        assert freshness.republish_in_worktree("python -m benchmarks.ship", repo)
+    assert (repo / "benchmarks/results/speed.json").read_text() == '{"value": 2.0}'
+    assert not (repo / "benchmarks/results/old.json").exists()
+    assert (repo / "baselines/pretrained/p/weights.txt").read_text() == "--publish"
+    worktrees = subprocess.run(
+        ["git", "worktree", "list"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    assert len(worktrees.splitlines()) == 1  # the scratch trees are gone
+
+    (repo / "FAIL").write_text("")  # committed: the command fails, nothing comes back
+    (repo / "benchmarks/results/speed.json").unlink()
+    commit_all(repo, "failing")
+    assert not freshness.republish_in_worktree("python -m benchmarks.ship", repo)
+    assert not (repo / "benchmarks/results/speed.json").exists()
+
+
+def test_a_command_that_asks_the_stand_in_model_gets_one_on_its_port():
+    command = (
+        "python -m alemlite_app.cli gap --env craft --base-url http://127.0.0.1:8732/v1 "
+        "--model stand-in --publish"
+    )
+    assert freshness.stand_in_address(command) == ("craft", 8732)
+    assert freshness.stand_in_address(command.replace("stand-in", "smollm2-135m")) is None
+    assert freshness.stand_in_address(command.replace("127.0.0.1", "10.0.0.2")) is None
+    assert freshness.stand_in_address("python -m benchmarks.training_speed --publish") is None
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with freshness._stand_in_for(command.replace("8732", str(port))):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
