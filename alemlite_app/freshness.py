@@ -3,10 +3,13 @@
 A results file is fresh when its provenance names a clean tree at a commit, its command,
 and no source file the command runs has changed its code between that commit and the head.
 The files a command runs are the repository modules its entry module imports, followed
-through every `import` statement (those inside functions included), so the check is
-conservative: a change anywhere in what the program can execute makes its figures stale.
-A file's code is its syntax tree without docstrings: a change to its documentation,
-comments or layout alone runs the same program, and leaves its figures fresh.
+through every `import` statement (those inside functions included) and every string that
+names a module (the environment and algorithm registries load theirs by name), with the
+data files (prompt templates, assets) of the packages a string names; so the check is
+conservative: a change anywhere in what the program can execute or read makes its figures
+stale. A Python file's code is its syntax tree without docstrings: a change to its
+documentation, comments or layout alone runs the same program, and leaves its figures
+fresh; any change to a data file counts.
 Files without provenance of their own (a run folder's reports, config, adapters) belong to
 the nearest `summary.json`, `gap.json` or other provenance-bearing JSON in a folder above.
 
@@ -29,7 +32,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -103,10 +108,20 @@ def module_file(module: str, repo: Path = REPO) -> Path | None:
     return None
 
 
-def _imported(path: Path, module: str, repo: Path) -> set[str]:
-    """Every repository module `path` (module `module`) imports, at any depth of its code."""
+# A string naming a repository module, as lazy registries load them ("baselines.ippo:IPPO",
+# "alemlite.envs.dining.spec:SPEC"), or a package whose files are read as data
+# (`resources.files("alemlite.envs.dining") / "prompts"`).
+# A bare package name ("benchmarks") is as often a folder in a path, so a dot is required.
+MODULE_STRING = re.compile(rf"(?:{'|'.join(PACKAGES)})(?:\.\w+)+(?::\w+)?")
+
+
+def _imported(path: Path, module: str, repo: Path) -> tuple[set[str], set[str]]:
+    """Every repository module `path` (module `module`) imports, at any depth of its code,
+    or names in a string (a lazy registry loads it); and the packages a string names, whose
+    data files (templates, assets) it may read."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
+    named: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -117,18 +132,44 @@ def _imported(path: Path, module: str, repo: Path) -> set[str]:
                 base = ".".join([*parts, base] if base else parts)
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)  # submodules
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and MODULE_STRING.fullmatch(node.value)
+        ):
+            named.add(node.value.split(":")[0])
+    names |= named
     found = set()
     for name in names:
         parts = name.split(".")
         if parts[0] not in PACKAGES:
             continue
         found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))  # parents run too
-    return {name for name in found if module_file(name, repo)}
+    modules = {name for name in found if module_file(name, repo)}
+    data = {name for name in named if (repo.joinpath(*name.split(".")) / "__init__.py").is_file()}
+    return modules, data
+
+
+def data_files(package: str, repo: Path = REPO) -> set[Path]:
+    """The files of a package that are not Python, outside its subpackages and caches."""
+    root = repo.joinpath(*package.split("."))
+    found = set()
+    for path in root.rglob("*"):
+        inner = path.relative_to(root).parent
+        subpackage = any(
+            (root / Path(*inner.parts[: n + 1]) / "__init__.py").is_file()
+            for n in range(len(inner.parts))
+        )
+        if path.is_file() and path.suffix not in (".py", ".pyc") and not subpackage:
+            found.add(path)
+    return found
 
 
 def closure(module: str, repo: Path = REPO) -> set[Path]:
-    """The source files of `module` and of every repository module it imports, transitively."""
+    """The source files of `module` and of every repository module it imports or names,
+    transitively, and the data files of the packages they name."""
     seen: set[str] = set()
+    packages: set[str] = set()
     parts = module.split(".")
     todo = [".".join(parts[:n]) for n in range(1, len(parts) + 1)]  # packages run first
     while todo:
@@ -136,8 +177,11 @@ def closure(module: str, repo: Path = REPO) -> set[Path]:
         if name in seen or (path := module_file(name, repo)) is None:
             continue
         seen.add(name)
-        todo.extend(_imported(path, name, repo) - seen)
-    return {module_file(name, repo) for name in seen}
+        modules, data = _imported(path, name, repo)
+        todo.extend(modules - seen)
+        packages |= data
+    files = {module_file(name, repo) for name in seen}
+    return files.union(*(data_files(package, repo) for package in packages))
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -164,10 +208,18 @@ def code(source: str) -> str | None:
     return ast.dump(tree)
 
 
-def code_changed(repo: Path, commit: str, name: str) -> bool:
-    """Whether file `name` runs other code at the head than at `commit` (added or removed
-    files count as changed)."""
-    then, now = (_git(repo, "show", f"{rev}:{name}") for rev in (commit, "HEAD"))
+@functools.cache
+def code_changed(repo: Path, commit: str, name: str, head: str = "HEAD") -> bool:
+    """Whether file `name` runs other code (or, for a data file, holds other bytes) at `head`
+    than at `commit`; added or removed files count as changed. Cached: pass `head` as a
+    hash."""
+    if not name.endswith(".py"):  # a data file (a template, an image): any change counts
+        then, now = (
+            subprocess.run(["git", "show", f"{rev}:{name}"], cwd=repo, capture_output=True)
+            for rev in (commit, head)
+        )
+        return then.returncode != 0 or now.returncode != 0 or then.stdout != now.stdout
+    then, now = (_git(repo, "show", f"{rev}:{name}") for rev in (commit, head))
     if then.returncode != 0 or now.returncode != 0:
         return True
     before = code(then.stdout)
@@ -207,8 +259,9 @@ def judge(path: Path, record: dict, repo: Path = REPO) -> Verdict:
         return verdict
     files = sorted(str(p.relative_to(repo)) for p in closure(module, repo))
     commit = resolved.stdout.strip()
-    changed = _git(repo, "diff", "--name-only", commit, "HEAD", "--", *files)
-    names = [name for name in changed.stdout.split() if code_changed(repo, commit, name)]
+    head = _git(repo, "rev-parse", "HEAD").stdout.strip()  # a hash: answers are cached by it
+    changed = _git(repo, "diff", "--name-only", commit, head, "--", *files)
+    names = [name for name in changed.stdout.split() if code_changed(repo, commit, name, head)]
     if names:
         more = f" and {len(names) - 3} more" if len(names) > 3 else ""
         verdict.reasons.append(f"code changed since: {', '.join(names[:3])}{more}")

@@ -71,6 +71,35 @@ def test_a_result_goes_stale_when_code_it_runs_changes_and_only_then(repo):
     assert verdict.reasons == ["code changed since: alemlite/rules.py"]
 
 
+def test_modules_a_registry_names_and_data_files_a_package_string_names_count_too(repo):
+    files = {
+        "alemlite/registry.py": 'ENVS = {"toy": "alemlite.toy.spec:SPEC"}\n',
+        "alemlite/toy/__init__.py": "",
+        "alemlite/toy/spec.py": 'TEMPLATES = "alemlite.toy.prompts"\nSPEC = 1\n',
+        "alemlite/toy/prompts/__init__.py": "",
+        "alemlite/toy/prompts/turn.txt": "Choose an action.\n",
+        "alemlite/toy/prompts/icon.png": "\x89PNG",
+        "benchmarks/speed.py": "from alemlite.registry import ENVS\n",
+        "benchmarks/paths.py": 'RESULTS = ("benchmarks", "results")\n',  # a folder, no module
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    assert {
+        path.relative_to(repo).as_posix() for path in freshness.closure("benchmarks.speed", repo)
+    } == {
+        "benchmarks/__init__.py", "benchmarks/speed.py", "alemlite/__init__.py",
+        "alemlite/registry.py", "alemlite/toy/__init__.py", "alemlite/toy/spec.py",
+        "alemlite/toy/prompts/__init__.py", "alemlite/toy/prompts/turn.txt",
+        "alemlite/toy/prompts/icon.png",
+    }  # fmt: skip
+    commit = commit_all(repo, "first")
+    (repo / "alemlite/toy/prompts/turn.txt").write_text("Choose one action.\n")
+    commit_all(repo, "a prompt template the environment reads")
+    verdict = freshness.judge(repo / "result.json", record(commit), repo)
+    assert verdict.reasons == ["code changed since: alemlite/toy/prompts/turn.txt"]
+
+
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
