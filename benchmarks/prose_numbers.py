@@ -179,12 +179,6 @@ PROSE: dict[str, tuple[Stated, ...]] = {
             "craft_reference_teams_cpu.json",
             "rows.0.summary.coordination_achievement_percent.mean",
         ),
-        field("2.2 min", "marl_matrix_cpu.json", "wall_time_s", 1 / 60),
-        # the quickest and the slowest of the four matrix references
-        field("4.3 min", "matrix_reference_climbing_2.json", "machine.wall_time_s", 1 / 60),
-        field(
-            "4.5 min", "matrix_reference_prisoners_dilemma_2.json", "machine.wall_time_s", 1 / 60
-        ),
     ),
     "docs/training.md": (
         Stated("95%", INTERVALS, count=4),
