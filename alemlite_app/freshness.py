@@ -4,12 +4,14 @@ A results file is fresh when its provenance names a clean tree at a commit, its 
 and no source file the command runs has changed its code between that commit and the head.
 The files a command runs are the repository modules its entry module imports, followed
 through every `import` statement (those inside functions included) and every string that
-names a module (the environment and algorithm registries load theirs by name), with the
-data files (prompt templates, assets) of the packages a string names; so the check is
-conservative: a change anywhere in what the program can execute or read makes its figures
-stale. A Python file's code is its syntax tree without docstrings: a change to its
-documentation, comments or layout alone runs the same program, and leaves its figures
-fresh; any change to a data file counts.
+names a module, with the data files (prompt templates, assets) of the packages a string
+names; so the check is conservative: a change anywhere in what the program can execute or
+read makes its figures stale. The environment and algorithm registries load their modules
+by name (`{"craft": "alemlite.envs.craft.spec:SPEC"}`), so an entry counts where its name
+is written: in a string of those files (a default, a preset) or a word of the command.
+A Python file's code is its syntax tree without docstrings: a change to its documentation,
+comments or layout alone runs the same program, and leaves its figures fresh; any change
+to a data file counts.
 Files without provenance of their own (a run folder's reports, config, adapters) belong to
 the nearest `summary.json`, `gap.json` or other provenance-bearing JSON in a folder above.
 
@@ -115,14 +117,40 @@ def module_file(module: str, repo: Path = REPO) -> Path | None:
 MODULE_STRING = re.compile(rf"(?:{'|'.join(PACKAGES)})(?:\.\w+)+(?::\w+)?")
 
 
-def _imported(path: Path, module: str, repo: Path) -> tuple[set[str], set[str]]:
-    """Every repository module `path` (module `module`) imports, at any depth of its code,
-    or names in a string (a lazy registry loads it); and the packages a string names, whose
-    data files (templates, assets) it may read."""
+@dataclass
+class References:
+    """What one source file refers to."""
+
+    modules: set[str] = field(default_factory=set)  # imported, or named in a string
+    data: set[str] = field(default_factory=set)  # packages named in a string (data files)
+    # A registry's entries, name -> module (`{"craft": "alemlite.envs.craft.spec:SPEC"}`):
+    # loaded only by that name, so they count where the name is written.
+    registry: dict[str, str] = field(default_factory=dict)
+    words: set[str] = field(default_factory=set)  # every string constant
+
+
+def _module_string(node: ast.AST) -> str | None:
+    is_string = isinstance(node, ast.Constant) and isinstance(node.value, str)
+    return node.value.split(":")[0] if is_string and MODULE_STRING.fullmatch(node.value) else None
+
+
+def _references(path: Path, module: str, repo: Path) -> References:
+    """The repository modules `path` (module `module`) imports, at any depth of its code,
+    or names in a string; the packages a string names, whose data files (templates,
+    assets) it may read; its registries' entries; and its string constants."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = References()
     names: set[str] = set()
-    named: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    in_registry = set()  # a registry's own keys and values are no use of them
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                name = _module_string(value)
+                if name and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    found.registry[key.value] = name
+                    in_registry.update((id(key), id(value)))
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -132,22 +160,27 @@ def _imported(path: Path, module: str, repo: Path) -> tuple[set[str], set[str]]:
                 base = ".".join([*parts, base] if base else parts)
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)  # submodules
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and MODULE_STRING.fullmatch(node.value)
-        ):
-            named.add(node.value.split(":")[0])
-    names |= named
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in in_registry:
+                continue
+            found.words.add(node.value)
+            name = _module_string(node)
+            if name:
+                names.add(name)
+                if (repo.joinpath(*name.split(".")) / "__init__.py").is_file():
+                    found.data.add(name)
+    found.modules = _with_parents(names, repo)
+    return found
+
+
+def _with_parents(names: set[str], repo: Path) -> set[str]:
+    """The repository modules among `names` and their parent packages (which run first)."""
     found = set()
     for name in names:
         parts = name.split(".")
-        if parts[0] not in PACKAGES:
-            continue
-        found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))  # parents run too
-    modules = {name for name in found if module_file(name, repo)}
-    data = {name for name in named if (repo.joinpath(*name.split(".")) / "__init__.py").is_file()}
-    return modules, data
+        if parts[0] in PACKAGES:
+            found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+    return {name for name in found if module_file(name, repo)}
 
 
 def data_files(package: str, repo: Path = REPO) -> set[Path]:
@@ -165,21 +198,31 @@ def data_files(package: str, repo: Path = REPO) -> set[Path]:
     return found
 
 
-def closure(module: str, repo: Path = REPO) -> set[Path]:
+def closure(module: str, repo: Path = REPO, command: str = "") -> set[Path]:
     """The source files of `module` and of every repository module it imports or names,
-    transitively, and the data files of the packages they name."""
+    transitively, with the data files of the packages they name. A registry entry counts
+    when its name is written in a string of those files or a word of `command` (an
+    environment or algorithm is loaded by its name, and only then)."""
     seen: set[str] = set()
     packages: set[str] = set()
+    registry: dict[str, set[str]] = {}
+    words = set(shlex.split(command))
     parts = module.split(".")
     todo = [".".join(parts[:n]) for n in range(1, len(parts) + 1)]  # packages run first
     while todo:
-        name = todo.pop()
-        if name in seen or (path := module_file(name, repo)) is None:
-            continue
-        seen.add(name)
-        modules, data = _imported(path, name, repo)
-        todo.extend(modules - seen)
-        packages |= data
+        while todo:
+            name = todo.pop()
+            if name in seen or (path := module_file(name, repo)) is None:
+                continue
+            seen.add(name)
+            found = _references(path, name, repo)
+            todo.extend(found.modules - seen)
+            packages |= found.data
+            words |= found.words
+            for key, target in found.registry.items():
+                registry.setdefault(key, set()).add(target)
+        for key in words & registry.keys():  # names written so far load their entries
+            todo.extend(_with_parents(registry.pop(key), repo) - seen)
     files = {module_file(name, repo) for name in seen}
     return files.union(*(data_files(package, repo) for package in packages))
 
@@ -257,7 +300,7 @@ def judge(path: Path, record: dict, repo: Path = REPO) -> Verdict:
     if module is None or module_file(module, repo) is None:
         verdict.reasons.append(f"command runs no repository module: {found.command}")
         return verdict
-    files = sorted(str(p.relative_to(repo)) for p in closure(module, repo))
+    files = sorted(str(p.relative_to(repo)) for p in closure(module, repo, found.command))
     commit = resolved.stdout.strip()
     head = _git(repo, "rev-parse", "HEAD").stdout.strip()  # a hash: answers are cached by it
     changed = _git(repo, "diff", "--name-only", commit, head, "--", *files)

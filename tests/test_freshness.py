@@ -71,29 +71,41 @@ def test_a_result_goes_stale_when_code_it_runs_changes_and_only_then(repo):
     assert verdict.reasons == ["code changed since: alemlite/rules.py"]
 
 
-def test_modules_a_registry_names_and_data_files_a_package_string_names_count_too(repo):
+def test_registry_entries_count_where_their_name_is_written_and_named_packages_bring_data(repo):
     files = {
-        "alemlite/registry.py": 'ENVS = {"toy": "alemlite.toy.spec:SPEC"}\n',
+        "alemlite/registry.py": (
+            'ENVS = {"toy": "alemlite.toy.spec:SPEC", "other": "alemlite.other:SPEC"}\n'
+        ),
+        "alemlite/other.py": "SPEC = 2\n",
         "alemlite/toy/__init__.py": "",
         "alemlite/toy/spec.py": 'TEMPLATES = "alemlite.toy.prompts"\nSPEC = 1\n',
         "alemlite/toy/prompts/__init__.py": "",
         "alemlite/toy/prompts/turn.txt": "Choose an action.\n",
         "alemlite/toy/prompts/icon.png": "\x89PNG",
-        "benchmarks/speed.py": "from alemlite.registry import ENVS\n",
+        "benchmarks/speed.py": 'from alemlite.registry import ENVS\n\nENV = "toy"\n',
         "benchmarks/paths.py": 'RESULTS = ("benchmarks", "results")\n',  # a folder, no module
     }
     for name, text in files.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
-    assert {
-        path.relative_to(repo).as_posix() for path in freshness.closure("benchmarks.speed", repo)
-    } == {
+    toy = {
         "benchmarks/__init__.py", "benchmarks/speed.py", "alemlite/__init__.py",
         "alemlite/registry.py", "alemlite/toy/__init__.py", "alemlite/toy/spec.py",
         "alemlite/toy/prompts/__init__.py", "alemlite/toy/prompts/turn.txt",
         "alemlite/toy/prompts/icon.png",
     }  # fmt: skip
+
+    def closure(command=""):
+        found = freshness.closure("benchmarks.speed", repo, command)
+        return {path.relative_to(repo).as_posix() for path in found}
+
+    assert closure() == toy  # "other" is never named: its module never loads
+    assert closure("python -m benchmarks.speed --env other") == toy | {"alemlite/other.py"}
+
     commit = commit_all(repo, "first")
+    (repo / "alemlite/other.py").write_text("SPEC = 3\n")
+    commit_all(repo, "an environment the benchmark never loads")
+    assert freshness.judge(repo / "result.json", record(commit), repo).fresh
     (repo / "alemlite/toy/prompts/turn.txt").write_text("Choose one action.\n")
     commit_all(repo, "a prompt template the environment reads")
     verdict = freshness.judge(repo / "result.json", record(commit), repo)
