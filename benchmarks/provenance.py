@@ -15,6 +15,7 @@ results files in turn).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -94,6 +95,26 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+# The CPU's vector extensions: XLA compiles for those it finds, so the same program's float
+# results (and speed) differ between machines that differ in them.
+VECTOR_EXTENSIONS = ("avx512f", "avx2", "fma", "avx", "sse4_2", "neon", "asimd", "sve")
+
+
+def cpu() -> dict[str, Any]:
+    """The CPU's model and vector extensions, as Linux reports them (else what Python can
+    tell)."""
+    fields: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    return {
+        "cpu_model": fields.get("model name") or platform.processor() or platform.machine(),
+        "cpu_vector_extensions": [name for name in VECTOR_EXTENSIONS if name in flags],
+    }
+
+
 def machine() -> dict[str, Any]:
     import jax
 
@@ -101,6 +122,7 @@ def machine() -> dict[str, Any]:
     return {
         "machine": platform.node(),
         "processor": platform.processor() or platform.machine(),
+        **cpu(),
         "cpu_count": os.cpu_count(),
         "device_kind": device.device_kind,
         "platform": device.platform,

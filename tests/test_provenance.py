@@ -96,3 +96,19 @@ def test_code_changed_during_the_run_is_refused(repo):
     (repo / "new_module.py").write_text("y = 1\n")
     with pytest.raises(ConfigError, match="changed during the run"):
         run.describe()
+
+
+def test_the_cpu_is_named_with_the_vector_extensions_xla_compiles_for(monkeypatch, tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse4_2 avx avx2 fma\n\n"
+        "processor\t: 1\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse4_2 avx avx2 fma\n"
+    )
+    real_path = provenance.Path
+    monkeypatch.setattr(
+        provenance, "Path", lambda name: cpuinfo if name == "/proc/cpuinfo" else real_path(name)
+    )
+    assert provenance.cpu() == {
+        "cpu_model": "AMD EPYC 7B13",
+        "cpu_vector_extensions": ["avx2", "fma", "avx", "sse4_2"],
+    }
