@@ -256,17 +256,16 @@ def code_changed(repo: Path, commit: str, name: str, head: str = "HEAD") -> bool
     """Whether file `name` runs other code (or, for a data file, holds other bytes) at `head`
     than at `commit`; added or removed files count as changed. Cached: pass `head` as a
     hash."""
-    if not name.endswith(".py"):  # a data file (a template, an image): any change counts
-        then, now = (
-            subprocess.run(["git", "show", f"{rev}:{name}"], cwd=repo, capture_output=True)
-            for rev in (commit, head)
-        )
-        return then.returncode != 0 or now.returncode != 0 or then.stdout != now.stdout
-    then, now = (_git(repo, "show", f"{rev}:{name}") for rev in (commit, head))
+    then, now = (
+        subprocess.run(["git", "show", f"{rev}:{name}"], cwd=repo, capture_output=True)
+        for rev in (commit, head)
+    )
     if then.returncode != 0 or now.returncode != 0:
         return True
-    before = code(then.stdout)
-    return before is None or before != code(now.stdout)
+    if not name.endswith(".py"):  # a data file (a template, an image): any change counts
+        return then.stdout != now.stdout
+    before = code(then.stdout.decode())
+    return before is None or before != code(now.stdout.decode())
 
 
 @dataclass
@@ -440,8 +439,8 @@ def freshness(config: FreshnessConfig) -> None:
         )
         failed = []
         for number, command in enumerate(commands, 1):
-            words = republish_command(command)
-            print(f"[{number}/{len(commands)}] {shlex.join(words[1:])}", flush=True)
+            spelled = shlex.join(republish_command(command)[1:])
+            print(f"[{number}/{len(commands)}] {spelled}", flush=True)
             if not republish_in_worktree(command):
                 failed.append(command)
         unrunnable = [v for v in stale if not (v.provenance and v.provenance.command)]
