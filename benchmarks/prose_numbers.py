@@ -213,21 +213,21 @@ PROSE: dict[str, tuple[Stated, ...]] = {
     ),
     "docs/benchmarks.md": (
         Stated("500x", "target: dining env-only over the plain-Python engine at N = 5"),
-        Stated("0.53 s", "dining_throughput_cpu.json: least compile_s", dining_compile_s(min)),
-        Stated("1.56 s", "dining_throughput_cpu.json: most compile_s", dining_compile_s(max)),
-        Stated("0.59 s", "dining_throughput_cpu.json: least at N = 5", dining_compile_s(min, 5)),
-        Stated("0.97 s", "dining_throughput_cpu.json: most at N = 5", dining_compile_s(max, 5)),
+        Stated("0.36 s", "dining_throughput_cpu.json: least compile_s", dining_compile_s(min)),
+        Stated("1.23 s", "dining_throughput_cpu.json: most compile_s", dining_compile_s(max)),
+        Stated("0.47 s", "dining_throughput_cpu.json: least at N = 5", dining_compile_s(min, 5)),
+        Stated("0.96 s", "dining_throughput_cpu.json: most at N = 5", dining_compile_s(max, 5)),
         Stated(
             "5%",
             "craft_throughput_cpu.json: config.peer_stop_gain - 1",
             lambda: 100 * (at("craft_throughput_cpu.json", "config.peer_stop_gain")() - 1),
         ),
-        field("400 k", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
-        field("400k agent steps/s", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
-        field("391 k", DINING_SPEED, "points.2.mappo_agent_steps_per_s", 1e-3),
-        field("0.5%", DINING_SPEED, "points.2.ippo_fraction_of_env_only", 100),
-        field("77 M", DINING_SPEED, "points.2.env_only_agent_steps_per_s", 1e-6),
-        field("0.7 h", DINING_SPEED, "points.2.ippo_hours_per_billion_agent_steps"),
+        field("518 k", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
+        field("518k agent steps/s", DINING_SPEED, "points.2.ippo_agent_steps_per_s", 1e-3),
+        field("512 k", DINING_SPEED, "points.2.mappo_agent_steps_per_s", 1e-3),
+        field("0.7%", DINING_SPEED, "points.2.ippo_fraction_of_env_only", 100),
+        field("70 M", DINING_SPEED, "points.2.env_only_agent_steps_per_s", 1e-6),
+        field("0.5 h", DINING_SPEED, "points.2.ippo_hours_per_billion_agent_steps"),
         Stated("40%", "target: the update's share of env-only throughput"),
         # Craft's training speed, in its section and again in the history below
         craft_speed("12.3 k", "ippo_agent_steps_per_s", 16, 1e-3, count=2),
@@ -272,12 +272,12 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("10.1k", ENCODINGS, "points.2.symbolic.env_only_to_host.agent_steps_per_s", 1e-3),
         # prompts and the GPU suite
         field(
-            "418,000 dining prompts/s",
+            "1,130,000 dining prompts/s",
             "prompt_throughput_cpu.json",
             "results.0.prompts_per_s_median",
         ),
         field(
-            "31,000 Craft prompts/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"
+            "73,000 Craft prompts/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"
         ),
         Stated("10,000/s", "target: prompts built per second"),
         Stated("420 s", "setting: the full GPU suite's time budget", gpu_suite_budget_s),
@@ -305,12 +305,13 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         ),
         Stated("21 M philosopher steps/s", UNPUBLISHED_RUN),
         field(
-            "239 M", "dining_throughput_cpu.json", "best.N5_hashed.philosopher_steps_per_s", 1e-6
+            "302 M", "dining_throughput_cpu.json", "best.N5_hashed.philosopher_steps_per_s", 1e-6
         ),
+        Stated("239 M", "history: dining_throughput_cpu.json at 9c3170d, best.N5_hashed"),
+        Stated("418,000/s", "history: prompt_throughput_cpu.json at 9c3170d, dining median"),
         Stated("209 M", "history: dining_throughput_cpu.json at d8dfe7e, best.N5_hashed"),
         Stated("858,000/s", "history: prompt_throughput_cpu.json at eca27d0, dining median"),
-        field("31,000/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"),
-        Stated("44,000/s", UNPUBLISHED_RUN),
+        Stated("31,000/s", "history: prompt_throughput_cpu.json at 9c3170d, Craft median"),
         *(
             Stated(text, f"history: env-only at {num_envs} envs, now over its run at eda2309")
             for text, num_envs in (("2.1x", 16), ("1.05x", 64), ("1.3x", 1024))
@@ -324,6 +325,7 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("1,126 s", f"{TEAMTR_RUN}/summary.json", "train_seconds"),
         Stated("1,402 s", f"history: {TEAMTR_RUN} run at 4e0aa88, train_seconds"),
         Stated("19%", f"history: {TEAMTR_RUN} at ccdf82f, test.zero_share.best"),
+        MODEL_NAME,
         *(
             Stated(size, "model size in the source study's abstract (arXiv 2606.07845)")
             for size in ("8B", "14B")
