@@ -26,6 +26,28 @@ def pytest_addoption(parser):
 os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
 
 
+# xdist (`--dist loadfile`) hands out whole files as the two workers free up; a heavy file
+# handed out last runs alone while the other worker idles. So the heaviest files (cold
+# `--durations`, 2 workers) start first, and `--no-loadscope-reorder` (pyproject) keeps this
+# order instead of xdist's, which puts files with many tests first.
+HEAVIEST_FIRST = (
+    "test_finetune.py",
+    "test_readme_commands.py",
+    "test_llm_real_model.py",
+    "test_craft_team.py",
+    "test_llama_server.py",
+    "test_craft_golden.py",
+    "test_llm_cli.py",
+    "test_benchmarks.py",
+    "test_baselines_training.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: place for place, name in enumerate(HEAVIEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVIEST_FIRST)))
+
+
 def pytest_configure(config):
     jax.config.update("jax_disable_most_optimizations", True)
     jax.config.update("jax_compilation_cache_dir", str(CACHE))
