@@ -28,8 +28,8 @@ os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
 
 # xdist (`--dist loadfile`) hands out whole files as the two workers free up; a heavy file
 # handed out last runs alone while the other worker idles. So the heaviest files (cold
-# `--durations`, 2 workers) start first, and `--no-loadscope-reorder` (pyproject) keeps this
-# order instead of xdist's, which puts files with many tests first.
+# `--durations`, 2 workers) start first, and xdist keeps this order (as with
+# `--no-loadscope-reorder`) instead of its own, which puts files with many tests first.
 HEAVIEST_FIRST = (
     "test_finetune.py",
     "test_readme_commands.py",
@@ -49,6 +49,8 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # xdist is loaded
+        config.option.loadscopereorder = False
     jax.config.update("jax_disable_most_optimizations", True)
     jax.config.update("jax_compilation_cache_dir", str(CACHE))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
