@@ -227,8 +227,8 @@ def closure(module: str, repo: Path = REPO, command: str = "") -> set[Path]:
     return files.union(*(data_files(package, repo) for package in packages))
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+def _git(repo: Path, *args: str, text: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=text)
 
 
 def code(source: str) -> str | None:
@@ -256,10 +256,7 @@ def code_changed(repo: Path, commit: str, name: str, head: str = "HEAD") -> bool
     """Whether file `name` runs other code (or, for a data file, holds other bytes) at `head`
     than at `commit`; added or removed files count as changed. Cached: pass `head` as a
     hash."""
-    then, now = (
-        subprocess.run(["git", "show", f"{rev}:{name}"], cwd=repo, capture_output=True)
-        for rev in (commit, head)
-    )
+    then, now = (_git(repo, "show", f"{rev}:{name}", text=False) for rev in (commit, head))
     if then.returncode != 0 or now.returncode != 0:
         return True
     if not name.endswith(".py"):  # a data file (a template, an image): any change counts

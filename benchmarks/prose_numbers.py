@@ -135,6 +135,12 @@ def gpu_suite_budget_s() -> float:
 INTERVALS = "convention: the confidence level of every interval alemlite reports"
 UNPUBLISHED = "estimate: an unpublished check, as the text says"
 UNPUBLISHED_RUN = "estimate: a run from a clean tree at 8773d9a, replaced before it was committed"
+DINING_PROMPTS = field(
+    "1,130,000 dining prompts/s", "prompt_throughput_cpu.json", "results.0.prompts_per_s_median"
+)
+CRAFT_PROMPTS = field(
+    "73,000 Craft prompts/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"
+)
 MODEL_NAME = Stated("135M", "not a figure: the model's name, SmolLM2-135M-Instruct")
 WHEEL = Stated("93 MB", "setting: the wheel's size `make model` states", model_download_mb)
 GGUF = Stated(
@@ -163,6 +169,8 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         ),
     ),
     "docs/llm_bridge.md": (
+        DINING_PROMPTS,
+        CRAFT_PROMPTS,
         WHEEL,
         GGUF,
         Stated("4 GB", "setting: the transformers backend's KV cache limit", hf_cache_gb),
@@ -271,14 +279,8 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("28.1k", ENCODINGS, "points.2.symbolic.env_only_on_device.agent_steps_per_s", 1e-3),
         field("10.1k", ENCODINGS, "points.2.symbolic.env_only_to_host.agent_steps_per_s", 1e-3),
         # prompts and the GPU suite
-        field(
-            "1,130,000 dining prompts/s",
-            "prompt_throughput_cpu.json",
-            "results.0.prompts_per_s_median",
-        ),
-        field(
-            "73,000 Craft prompts/s", "prompt_throughput_cpu.json", "results.1.prompts_per_s_median"
-        ),
+        DINING_PROMPTS,
+        CRAFT_PROMPTS,
         Stated("10,000/s", "target: prompts built per second"),
         Stated("420 s", "setting: the full GPU suite's time budget", gpu_suite_budget_s),
         Stated("10 M agent steps/s", "target: `targets` in benchmarks/engine/gpu.py"),
