@@ -28,6 +28,10 @@ A command that asks the scripted stand-in model on this machine (`--model stand-
 fails is reported, its outputs are not copied, and the rest still run; the exit status is
 then 1. Every command reads the checkpoints of the head commit: commit what a pass
 republished before republishing the reports that read it.
+A rerun whose results record different options (`config`) than the published ones ran
+another experiment under the same command (a default changed since): it is reported as
+failed with the options that moved, and nothing comes back; rerun such a command by hand
+with the earlier options spelled out. A SIGTERM stops the rerun and removes its worktree.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -372,9 +377,55 @@ def _changed_files(tree: Path) -> tuple[list[str], list[str]]:
     return written, deleted
 
 
+def _flat(options: object, prefix: str = "") -> dict[str, object]:
+    if not isinstance(options, dict):
+        return {prefix: options}
+    flat: dict[str, object] = {}
+    for key, value in options.items():
+        flat.update(_flat(value, f"{prefix}.{key}" if prefix else key))
+    return flat
+
+
+def moved_options(published: dict, rerun: dict) -> list[str]:
+    """'name: before -> after' for every option whose recorded value differs between a
+    published results file and its rerun ('absent' where one does not record it)."""
+    before, after = _flat(published.get("config", {})), _flat(rerun.get("config", {}))
+    return [
+        f"{name}: {before.get(name, 'absent')} -> {after.get(name, 'absent')}"
+        for name in sorted(before.keys() | after.keys())
+        if before.get(name, "absent") != after.get(name, "absent")
+    ]
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _options_moved(tree: Path, repo: Path, written: list[str]) -> bool:
+    """Report (and say True) where a rerun's recorded options differ from the published."""
+    moved = False
+    for name in written:
+        if not name.endswith(".json") or not (repo / name).exists():
+            continue
+        changes = moved_options(_read_json(repo / name), _read_json(tree / name))
+        if changes:
+            moved = True
+            print(
+                f"{name}: the recorded command now runs other options ({'; '.join(changes)}); "
+                "kept the published file: rerun the command with the earlier options spelled out",
+                file=sys.stderr,
+            )
+    return moved
+
+
 def republish_in_worktree(command: str, repo: Path = REPO) -> bool:
     """Run one recorded command in a fresh worktree of `repo`'s head commit and, if it
-    succeeds, copy what it wrote (and remove what it deleted) into `repo`."""
+    succeeds with the options the published results record, copy what it wrote (and remove
+    what it deleted) into `repo`."""
     with tempfile.TemporaryDirectory(prefix="republish-") as scratch:
         tree = Path(scratch) / "tree"
         added = _git(repo, "worktree", "add", "--detach", str(tree), "HEAD")
@@ -386,6 +437,8 @@ def republish_in_worktree(command: str, repo: Path = REPO) -> bool:
                 succeeded = subprocess.run(republish_command(command), cwd=tree).returncode == 0
             if succeeded:
                 written, deleted = _changed_files(tree)
+                succeeded = not _options_moved(tree, repo, written)
+            if succeeded:
                 for name in written:
                     (repo / name).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(tree / name, repo / name)
@@ -434,6 +487,8 @@ def freshness(config: FreshnessConfig) -> None:
                 v.provenance.command for v in stale if v.provenance and v.provenance.command
             )
         )
+        # a SIGTERM unwinds like Ctrl-C, so the scratch worktree is removed
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         failed = []
         for number, command in enumerate(commands, 1):
             spelled = shlex.join(republish_command(command)[1:])

@@ -212,6 +212,25 @@ def test_each_command_is_republished_in_a_worktree_of_the_head_and_its_outputs_c
     assert not (repo / "benchmarks/results/speed.json").exists()
 
 
+def test_a_rerun_that_records_other_options_is_refused_and_names_them(repo, capsys):
+    """A default changed since the publish: the same command is now another experiment."""
+    rerun = {"value": 7.1, "config": {"ppo": {"lr": 0.1, "rewards": "team"}}}
+    write = f"Path('benchmarks/results/speed.json').write_text({json.dumps(rerun)!r})"
+    (repo / "benchmarks/ship.py").write_text(f"from pathlib import Path\n{write}\n")
+    published = {"value": 3.8, "config": {"ppo": {"lr": 0.1}}}
+    (repo / "benchmarks/results").mkdir(parents=True)
+    (repo / "benchmarks/results/speed.json").write_text(json.dumps(published))
+    commit_all(repo, "first")
+
+    assert not freshness.republish_in_worktree("python -m benchmarks.ship", repo)
+    assert json.loads((repo / "benchmarks/results/speed.json").read_text()) == published
+    assert "ppo.rewards: absent -> team" in capsys.readouterr().err
+    assert freshness.moved_options(published, published) == []
+    assert freshness.moved_options({"config": {"a": [1, 2]}}, {"config": {"a": [1, 3]}}) == [
+        "a: [1, 2] -> [1, 3]"
+    ]
+
+
 def test_a_command_that_asks_the_stand_in_model_gets_one_on_its_port():
     command = (
         "python -m alemlite_app.cli gap --env craft --base-url http://127.0.0.1:8732/v1 "
