@@ -5,9 +5,11 @@ then collects the held-out returns (final and best checkpoint, 95% CIs across
 seeds and over episodes) and the scripted policies' returns on the same test
 episodes into `marl_dining.json`, with one learning curve per run copied to
 `figures/` beside it: in a fresh folder under `runs/bench/marl_dining/`, or, with
-`--publish`, into `benchmarks/results/` and `docs/figures/`.
+`--publish`, into `benchmarks/results/` and `docs/figures/`. The runs named by `--ship`
+export their best checkpoint (of the best seed on validation) beside the results, or, with
+`--publish`, to `baselines/pretrained/` under the run's name (`ippo-dining-5`).
 
-    python -m benchmarks.marl_dining --sizes 5 --num-updates 200
+    python -m benchmarks.marl_dining --num-agents 5 --num-updates 200 --ppo.rewards agent
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import alemlite
+import baselines
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import to_json
 from baselines.common.trainer import make_env, train
@@ -28,6 +31,7 @@ from benchmarks.provenance import begin_run
 from benchmarks.script import run_script
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
+PRETRAINED_DIR = Path(baselines.__file__).resolve().parent / "pretrained"
 DINING = alemlite.spec("dining")
 
 
@@ -53,6 +57,9 @@ class MarlDiningConfig:
     """Write the published results and figures, replacing them."""
     label: str = ""
     """Suffix of run and figure names, to keep variants apart (e.g. "-anneal")."""
+    ship: tuple[str, ...] = ("ippo-dining-5",)
+    """Runs (ALGORITHM-dining-N plus the label) whose best checkpoint is shipped under the
+    run's name; a name this run does not train is left out."""
     reuse_runs: bool = False
     """Collect the summaries of runs already finished in runs_dir instead of training again
     (unfinished ones are trained afresh). Without it, a run directory that exists is refused."""
@@ -69,7 +76,10 @@ def run(config: MarlDiningConfig) -> dict:
     refuse_earlier_runs([config.runs_dir / name for name in names], config.reuse_runs)
     out = output_path(config.out, config.publish, RESULTS_DIR / "marl_dining.json", "marl_dining")
     figures_dir = FIGURES_DIR if config.publish else out.parent / "figures"
-    provenance = begin_run([out, figures_dir], config.allow_dirty, config.publish)
+    ship_root = PRETRAINED_DIR if config.publish else out.parent
+    shipped = [name for name in config.ship if name in names]
+    destinations = [out, figures_dir, *(ship_root / name for name in shipped)]
+    provenance = begin_run(destinations, config.allow_dirty, config.publish)
     results = {"config": {**dataclasses.asdict(config), "out": str(out)}, "runs": {}}
     figures_dir.mkdir(parents=True, exist_ok=True)
     for size in config.num_agents:
@@ -102,8 +112,12 @@ def run(config: MarlDiningConfig) -> dict:
     results["machine"] = provenance.describe()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_json(results))
+    for name in shipped:
+        # the trainer exports the best checkpoint of the seed best on validation
+        shutil.rmtree(ship_root / name, ignore_errors=True)
+        shutil.copytree(config.runs_dir / name / "policy" / "best", ship_root / name)
     print(markdown_table(results))
-    print(f"wrote {out}")
+    print(f"wrote {out}" + "".join(f" and {ship_root / name}" for name in shipped))
     return results
 
 

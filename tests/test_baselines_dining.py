@@ -1,6 +1,8 @@
 """IPPO on dining: it learns from the team reward within a small budget, and the shipped
 policy loads and acts."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,3 +82,25 @@ def test_pretrained_policy_beats_uniform_random_and_acts_legally(pretrained):
     uniform = evaluate(env, DINING_POLICIES["uniform_random"], params, 256, TEST_SEED)
     assert trained["episode_return"].mean() > uniform["episode_return"].mean() + 1.0
     assert np.all(trained["valid_action_rate"] == 1.0)
+
+
+def test_the_dining_benchmark_ships_the_best_checkpoint_of_the_runs_it_names(tmp_path):
+    """`ippo-dining-5` is shipped by the command that publishes its results, so its card's
+    seed and update are those of the published run."""
+    from benchmarks.marl_dining import MarlDiningConfig, run
+
+    config = MarlDiningConfig(
+        algorithms=("ippo",),
+        num_updates=10,
+        num_seeds=2,
+        ship=("ippo-dining-5", "mappo-dining-5"),
+        runs_dir=tmp_path / "runs",
+        out=tmp_path / "results" / "marl_dining.json",
+    )
+    best = run(config)["runs"]["ippo-dining-5"]["best"]
+    shipped = tmp_path / "results" / "ippo-dining-5"
+    description = json.loads((shipped / "policy.json").read_text())
+    assert description["seed_index"] == int(np.argmax(best["validation_return_per_seed"]))
+    assert description["update"] == best["update_per_seed"][description["seed_index"]]
+    assert not (tmp_path / "results" / "mappo-dining-5").exists()  # not trained: not shipped
+    baselines.load(shipped).check_fits(alemlite.make("dining", num_philosophers=5))
