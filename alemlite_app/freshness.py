@@ -29,9 +29,12 @@ fails is reported, its outputs are not copied, and the rest still run; the exit 
 then 1. Every command reads the checkpoints of the head commit: commit what a pass
 republished before republishing the reports that read it.
 A rerun whose results record different options (`config`) than the published ones ran
-another experiment under the same command (a default changed since): it is reported as
-failed with the options that moved, and nothing comes back; rerun such a command by hand
-with the earlier options spelled out. A SIGTERM stops the rerun and removes its worktree.
+another experiment under the same command, if a default changed since: it is reported as
+failed with the options that moved (renamed ones followed, where and how it writes left
+out), and nothing comes back; where each moved option keeps the experiment (a new option
+whose default is the earlier behaviour) `--accept-moved-options` republishes it, else
+rerun the command with the earlier options spelled out. A SIGTERM stops the rerun and
+removes its worktree.
 """
 
 from __future__ import annotations
@@ -377,6 +380,10 @@ def _changed_files(tree: Path) -> tuple[list[str], list[str]]:
     return written, deleted
 
 
+# Options that say where and how a run is written, not what it measures.
+BOOKKEEPING_OPTIONS = {"publish", "out", "reuse_runs", "allow_dirty"}
+
+
 def _flat(options: object, prefix: str = "") -> dict[str, object]:
     if not isinstance(options, dict):
         return {prefix: options}
@@ -386,14 +393,27 @@ def _flat(options: object, prefix: str = "") -> dict[str, object]:
     return flat
 
 
-def moved_options(published: dict, rerun: dict) -> list[str]:
+def _option_name(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def moved_options(published: dict, rerun: dict, module: str = "") -> list[str]:
     """'name: before -> after' for every option whose recorded value differs between a
-    published results file and its rerun ('absent' where one does not record it)."""
-    before, after = _flat(published.get("config", {})), _flat(rerun.get("config", {}))
+    published results file and its rerun ('absent' where one does not record it), options
+    renamed since (`RENAMED_FLAGS`) followed and bookkeeping options left out."""
+    renamed = {
+        _option_name(old): _option_name(new) for old, new in RENAMED_FLAGS.get(module, {}).items()
+    }
+    before = {
+        renamed.get(name, name): value
+        for name, value in _flat(published.get("config", {})).items()
+    }  # fmt: skip
+    after = _flat(rerun.get("config", {}))
     return [
         f"{name}: {before.get(name, 'absent')} -> {after.get(name, 'absent')}"
         for name in sorted(before.keys() | after.keys())
-        if before.get(name, "absent") != after.get(name, "absent")
+        if name not in BOOKKEEPING_OPTIONS
+        and before.get(name, "absent") != after.get(name, "absent")
     ]
 
 
@@ -405,24 +425,28 @@ def _read_json(path: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def _options_moved(tree: Path, repo: Path, written: list[str]) -> bool:
+def _options_moved(tree: Path, repo: Path, written: list[str], module: str) -> bool:
     """Report (and say True) where a rerun's recorded options differ from the published."""
     moved = False
     for name in written:
         if not name.endswith(".json") or not (repo / name).exists():
             continue
-        changes = moved_options(_read_json(repo / name), _read_json(tree / name))
+        changes = moved_options(_read_json(repo / name), _read_json(tree / name), module)
         if changes:
             moved = True
             print(
                 f"{name}: the recorded command now runs other options ({'; '.join(changes)}); "
-                "kept the published file: rerun the command with the earlier options spelled out",
+                "kept the published file: if each moved option keeps the experiment (a new "
+                "option whose default is the earlier behaviour), pass --accept-moved-options, "
+                "else rerun the command with the earlier options spelled out",
                 file=sys.stderr,
             )
     return moved
 
 
-def republish_in_worktree(command: str, repo: Path = REPO) -> bool:
+def republish_in_worktree(
+    command: str, repo: Path = REPO, accept_moved_options: bool = False
+) -> bool:
     """Run one recorded command in a fresh worktree of `repo`'s head commit and, if it
     succeeds with the options the published results record, copy what it wrote (and remove
     what it deleted) into `repo`."""
@@ -437,7 +461,8 @@ def republish_in_worktree(command: str, repo: Path = REPO) -> bool:
                 succeeded = subprocess.run(republish_command(command), cwd=tree).returncode == 0
             if succeeded:
                 written, deleted = _changed_files(tree)
-                succeeded = not _options_moved(tree, repo, written)
+                module = republish_command(command)[2].removeprefix("benchmarks.")
+                succeeded = accept_moved_options or not _options_moved(tree, repo, written, module)
             if succeeded:
                 for name in written:
                     (repo / name).parent.mkdir(parents=True, exist_ok=True)
@@ -457,6 +482,9 @@ class FreshnessConfig:
     """Exit 1 if any results file is stale."""
     republish: bool = False
     """Rerun every stale file's recorded command from this (clean) tree, in order."""
+    accept_moved_options: bool = False
+    """Republish where a rerun records other options than the published file (listed), after
+    checking that each keeps the experiment."""
     only: tuple[str, ...] = ()
     """Consider only results files whose path under benchmarks/results/ matches one of
     these glob patterns (e.g. 'training_speed_*' 'gap_dining_*/*')."""
@@ -493,7 +521,7 @@ def freshness(config: FreshnessConfig) -> None:
         for number, command in enumerate(commands, 1):
             spelled = shlex.join(republish_command(command)[1:])
             print(f"[{number}/{len(commands)}] {spelled}", flush=True)
-            if not republish_in_worktree(command):
+            if not republish_in_worktree(command, accept_moved_options=config.accept_moved_options):
                 failed.append(command)
         unrunnable = [v for v in stale if not (v.provenance and v.provenance.command)]
         for verdict in unrunnable:

@@ -225,7 +225,18 @@ def test_a_rerun_that_records_other_options_is_refused_and_names_them(repo, caps
     assert not freshness.republish_in_worktree("python -m benchmarks.ship", repo)
     assert json.loads((repo / "benchmarks/results/speed.json").read_text()) == published
     assert "ppo.rewards: absent -> team" in capsys.readouterr().err
+    assert freshness.republish_in_worktree("python -m benchmarks.ship", repo, True)
+    assert json.loads((repo / "benchmarks/results/speed.json").read_text()) == rerun
+
     assert freshness.moved_options(published, published) == []
+    # renamed since (marl_dining: --sizes -> --num-agents), or where and how a run is written
+    recorded = {"config": {"sizes": [5], "publish": False, "out": "a.json"}}
+    today = {"config": {"num_agents": [5], "publish": True, "out": "b.json"}}
+    assert freshness.moved_options(recorded, today, "marl_dining") == []
+    assert freshness.moved_options(recorded, today) == [
+        "num_agents: absent -> [5]",
+        "sizes: [5] -> absent",
+    ]
     assert freshness.moved_options({"config": {"a": [1, 2]}}, {"config": {"a": [1, 3]}}) == [
         "a: [1, 2] -> [1, 3]"
     ]
