@@ -155,8 +155,9 @@ def test_a_loaded_policy_refuses_observations_of_another_table_while_tracing():
             act(jax.random.PRNGKey(1), observation, mask)
         assert str(refusal.value) == (
             "ippo-dining-5: observations (7, 7) and action mask (7, 4) do not fit a policy "
-            "trained on dining (num_philosophers=5, reward='shaped') (observations (5, 7), "
-            "mask (5, 4)); act on its environment, policy.make_env()"
+            "trained on dining (num_agents=5, max_steps=30, reward='shaped', "
+            "mode='simultaneous', deadlock_mode='terminate') (observations (5, 7), mask (5, 4)); "
+            "act on its environment, policy.make_env()"
         )
 
 
