@@ -156,7 +156,6 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         WHEEL,
         GGUF,
         Stated("95%", INTERVALS, count=3),
-        MODEL_NAME,
         UNPARSED,
         field("3,400-token", *CRAFT_PROMPT),
     ),
