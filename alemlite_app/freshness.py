@@ -400,7 +400,10 @@ def _option_name(flag: str) -> str:
 def moved_options(published: dict, rerun: dict, module: str = "") -> list[str]:
     """'name: before -> after' for every option whose recorded value differs between a
     published results file and its rerun ('absent' where one does not record it), options
-    renamed since (`RENAMED_FLAGS`) followed and bookkeeping options left out."""
+    renamed since (`RENAMED_FLAGS`) followed and bookkeeping options left out. A file that
+    records no options (an older layout) has none to compare."""
+    if "config" not in published:
+        return []
     renamed = {
         _option_name(old): _option_name(new) for old, new in RENAMED_FLAGS.get(module, {}).items()
     }

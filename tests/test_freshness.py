@@ -237,6 +237,7 @@ def test_a_rerun_that_records_other_options_is_refused_and_names_them(repo, caps
         "num_agents: absent -> [5]",
         "sizes: [5] -> absent",
     ]
+    assert freshness.moved_options({"value": 1.0}, today) == []  # no options recorded
     assert freshness.moved_options({"config": {"a": [1, 2]}}, {"config": {"a": [1, 3]}}) == [
         "a: [1, 2] -> [1, 3]"
     ]
