@@ -33,15 +33,18 @@ another experiment under the same command, if a default changed since: it is rep
 failed with the options that moved (renamed ones followed, where and how it writes left
 out), and nothing comes back; where each moved option keeps the experiment (a new option
 whose default is the earlier behaviour) `--accept-moved-options` republishes it, else
-rerun the command with the earlier options spelled out. A SIGTERM stops the rerun and
-removes its worktree.
+rerun the command with the earlier options spelled out. A `python -m benchmarks.*` command
+has its flags parsed into its config before it runs, so such a move stops it at once. A
+SIGTERM stops the rerun and removes its worktree.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import functools
+import importlib
 import json
 import re
 import shlex
@@ -447,6 +450,50 @@ def _options_moved(tree: Path, repo: Path, written: list[str], module: str) -> b
     return moved
 
 
+def script_options(command: str) -> dict | None:
+    """The options a recorded `python -m benchmarks.X` command resolves to in this checkout,
+    read without running it (its flags parsed into the config its module hands `run_script`),
+    or None for a command whose options cannot be read that way."""
+    words = republish_command(command)
+    module = words[2]
+    path = module_file(module)
+    if not module.startswith("benchmarks.") or path is None:
+        return None
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "run_script"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
+            config_type = getattr(importlib.import_module(module), node.args[0].id)
+            config = tyro.cli(config_type, args=words[3:])
+            return json.loads(json.dumps(dataclasses.asdict(config), default=str))
+    return None
+
+
+def options_moved_before(command: str, published: list[Path]) -> bool:
+    """Report (and say True) where a command's options, read before it runs, differ from
+    those its published files record: a rerun would be refused after all its work."""
+    options = script_options(command)
+    if options is None:
+        return False
+    module = republish_command(command)[2].removeprefix("benchmarks.")
+    moved = False
+    for path in published:
+        changes = moved_options(_read_json(path), {"config": options}, module)
+        if changes:
+            moved = True
+            print(
+                f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}: its "
+                f"command would run other options "
+                f"({'; '.join(changes)}); not rerun: if each keeps the experiment, pass "
+                "--accept-moved-options, else rerun it with the earlier options spelled out",
+                file=sys.stderr,
+            )
+    return moved
+
+
 def republish_in_worktree(
     command: str, repo: Path = REPO, accept_moved_options: bool = False
 ) -> bool:
@@ -524,7 +571,11 @@ def freshness(config: FreshnessConfig) -> None:
         for number, command in enumerate(commands, 1):
             spelled = shlex.join(republish_command(command)[1:])
             print(f"[{number}/{len(commands)}] {spelled}", flush=True)
-            if not republish_in_worktree(command, accept_moved_options=config.accept_moved_options):
+            published = [v.path for v in stale if v.provenance and v.provenance.command == command]
+            accept = config.accept_moved_options
+            if (not accept and options_moved_before(command, published)) or (
+                not republish_in_worktree(command, accept_moved_options=accept)
+            ):
                 failed.append(command)
         unrunnable = [v for v in stale if not (v.provenance and v.provenance.command)]
         for verdict in unrunnable:

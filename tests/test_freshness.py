@@ -243,6 +243,25 @@ def test_a_rerun_that_records_other_options_is_refused_and_names_them(repo, caps
     ]
 
 
+def test_a_scripts_options_are_read_before_it_runs_and_a_moved_one_stops_the_rerun(
+    tmp_path, capsys
+):
+    """The per-seat dining runs were recorded before the team reward became the default."""
+    command = "python -m benchmarks.marl_dining --sizes 5 --num-updates 200"
+    options = freshness.script_options(command)
+    assert options["num_agents"] == [5] and options["num_updates"] == 200
+    assert options["ppo"]["rewards"] == "team"
+    assert freshness.script_options("python -m alemlite_app.cli gap --env craft") is None
+
+    published = tmp_path / "marl_dining_5.json"
+    published.write_text(json.dumps({"config": options}))
+    assert not freshness.options_moved_before(command, [published])
+    del options["ppo"]["rewards"]
+    published.write_text(json.dumps({"config": options}))
+    assert freshness.options_moved_before(command, [published])
+    assert "(ppo.rewards: absent -> team); not rerun" in capsys.readouterr().err
+
+
 def test_a_command_that_asks_the_stand_in_model_gets_one_on_its_port():
     command = (
         "python -m alemlite_app.cli gap --env craft --base-url http://127.0.0.1:8732/v1 "
