@@ -8,11 +8,13 @@ and best checkpoint, 95% CIs across seeds), team and coordination achievement %,
 normalised return, completed tasks, gives, revives, buildings per kind and diamond
 swords (every row) to `marl_craft_cpu.json`, with one learning curve per run in
 `figures/` beside it: in a fresh folder under `runs/bench/marl_craft/`, or, with
-`--publish`, into `benchmarks/results/` and `docs/figures/`. With `--reuse-runs`, finished
-runs are collected as they are and interrupted ones resume from their latest
-checkpoint, so the whole script can be restarted after a stop.
+`--publish`, into `benchmarks/results/` and `docs/figures/`. The runs `--ship` names export
+their best checkpoint (of the seed best on validation) beside the results, or, with
+`--publish`, to `baselines/pretrained/` under the run's name (`ippo-craft-medium`). With
+`--reuse-runs`, finished runs are collected as they are and interrupted ones resume from
+their latest checkpoint, so the whole script can be restarted after a stop.
 
-    python -m benchmarks.marl_craft --num-updates 60 --reuse-runs
+    python -m benchmarks.marl_craft --num-updates 60 --ppo.rewards agent --reuse-runs
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from baselines.common.reporting import MetricsLog, plot_learning_curve, to_json
 from baselines.common.trainer import evaluate_references, make_env, run_title, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
-from benchmarks.marl_dining import FIGURES_DIR
+from benchmarks.marl_dining import FIGURES_DIR, PRETRAINED_DIR, ship_best_checkpoints
 from benchmarks.provenance import begin_run
 from benchmarks.script import run_script
 
@@ -81,6 +83,9 @@ class MarlCraftConfig:
     """Write the published results and figures, replacing them."""
     label: str = ""
     """Suffix of run and figure names, to keep variants apart (e.g. "-long")."""
+    ship: tuple[str, ...] = ("ippo-craft-medium",)
+    """Runs (ALGORITHM-craft-DIFFICULTY plus the label) whose best checkpoint is shipped
+    under the run's name; a name this run does not train is left out."""
     reuse_runs: bool = False
     """Collect runs already finished in runs_dir and resume interrupted ones. Without it, a
     run directory that exists is refused."""
@@ -135,7 +140,10 @@ def run(config: MarlCraftConfig) -> dict:
     refuse_earlier_runs(earlier, config.reuse_runs)
     out = output_path(config.out, config.publish, RESULTS_DIR / "marl_craft_cpu.json", "marl_craft")
     figures_dir = config.figures_dir or (FIGURES_DIR if config.publish else out.parent / "figures")
-    provenance = begin_run([out, figures_dir, config.runs_dir], config.allow_dirty, config.publish)
+    ship_root = PRETRAINED_DIR if config.publish else out.parent
+    shipped = [name for name in config.ship if config.runs_dir / name in earlier]
+    destinations = [out, figures_dir, config.runs_dir, *(ship_root / name for name in shipped)]
+    provenance = begin_run(destinations, config.allow_dirty, config.publish)
     results: dict[str, Any] = {
         "config": {**dataclasses.asdict(config), "out": str(out), "figures_dir": str(figures_dir)},
         "runs": {},
@@ -181,8 +189,9 @@ def run(config: MarlCraftConfig) -> dict:
     results["machine"] = provenance.describe()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_json(results))
+    ship_best_checkpoints(shipped, config.runs_dir, ship_root)
     print(markdown_table(results))
-    print(f"wrote {out}")
+    print(f"wrote {out}" + "".join(f" and {ship_root / name}" for name in shipped))
     return results
 
 

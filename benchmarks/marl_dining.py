@@ -112,13 +112,18 @@ def run(config: MarlDiningConfig) -> dict:
     results["machine"] = provenance.describe()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_json(results))
-    for name in shipped:
-        # the trainer exports the best checkpoint of the seed best on validation
-        shutil.rmtree(ship_root / name, ignore_errors=True)
-        shutil.copytree(config.runs_dir / name / "policy" / "best", ship_root / name)
+    ship_best_checkpoints(shipped, config.runs_dir, ship_root)
     print(markdown_table(results))
     print(f"wrote {out}" + "".join(f" and {ship_root / name}" for name in shipped))
     return results
+
+
+def ship_best_checkpoints(names: list[str], runs_dir: Path, ship_root: Path) -> None:
+    """Copy each named run's exported best checkpoint (the trainer exports that of the seed
+    best on validation) to `ship_root / NAME`, replacing what is there."""
+    for name in names:
+        shutil.rmtree(ship_root / name, ignore_errors=True)
+        shutil.copytree(runs_dir / name / "policy" / "best", ship_root / name)
 
 
 def table_size(summary: dict) -> int:
