@@ -311,11 +311,12 @@ def test_curriculum_rows_name_the_last_size_and_the_tests():
 def test_teamtr_gets_the_same_table_steps_in_one_update_per_seat():
     budget = dataclasses.replace(SCALES["cpu"], num_updates=150)
     curriculum = CurriculumConfig(values=(5, 10, 15))
-    ippo = train_config(budget, "ippo", 15, "paper", "runs/x")
-    teamtr = train_config(budget, "teamtr", 15, "paper", "runs/x")
+    ippo = train_config(budget, "ippo", 15, "paper", "runs/x", StudyConfig().ppo)
+    assert ippo.ppo.rewards == "agent"  # each seat its own reward, as the study published
+    teamtr = train_config(budget, "teamtr", 15, "paper", "runs/x", StudyConfig().ppo)
     assert (ippo.num_updates, teamtr.num_updates) == (150, 10)
     # 12 checkpoints: every 12 updates in chunks of 6 (dividing 150 and 12); TeamTR every one.
     assert (ippo.eval_interval, ippo.updates_per_chunk) == (12, 6)
     assert (teamtr.eval_interval, teamtr.updates_per_chunk) == (1, 1)
-    staged = train_config(budget, "ippo", 15, "shaped", "runs/x", curriculum)
+    staged = train_config(budget, "ippo", 15, "shaped", "runs/x", StudyConfig().ppo, curriculum)
     assert make_env(staged).num_agents == 15 and staged.num_updates == 150

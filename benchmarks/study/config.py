@@ -9,7 +9,7 @@ from typing import Literal
 
 import alemlite
 from alemlite.core.errors import named_as, require_at_least
-from baselines.common.config import CurriculumConfig, algorithm_label
+from baselines.common.config import CurriculumConfig, PPOConfig, algorithm_label
 from benchmarks.harness import RESULTS_DIR
 from benchmarks.marl_dining import FIGURES_DIR
 
@@ -93,6 +93,9 @@ class StudyConfig:
             values=(5, 10, 15), patience=1, min_improvement=0.1, mix=0.25
         )
     )
+    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(rewards="agent"))
+    """IPPO's and MAPPO's settings; in the study each seat learns from its own reward, as in
+    the study it reproduces (`--ppo.rewards team` gives every seat the table's mean)."""
     num_seeds: int | None = None
     """Overrides of the preset's budget (None: the preset's)."""
     num_envs: int | None = None

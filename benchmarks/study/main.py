@@ -65,7 +65,7 @@ def run(config: StudyConfig) -> dict[str, Any]:
                 run_dir = run_directory(runs_dir, method, reward, size)
                 print(f"[{time.strftime('%H:%M:%S')}] {run_dir.name}", flush=True)
                 setting["methods"][method] = study_run(
-                    train_config(budget, method, size, reward, run_dir),
+                    train_config(budget, method, size, reward, run_dir, config.ppo),
                     references,
                     config.reuse_runs,
                 )
@@ -85,7 +85,7 @@ def run(config: StudyConfig) -> dict[str, Any]:
                 continue
             print(f"[{time.strftime('%H:%M:%S')}] {run_dir.name}", flush=True)
             pair[name] = study_run(
-                train_config(budget, method, largest, reward, run_dir, curriculum),
+                train_config(budget, method, largest, reward, run_dir, config.ppo, curriculum),
                 references,
                 config.reuse_runs,
             )

@@ -17,7 +17,7 @@ import alemlite
 from alemlite.core.errors import ConfigError
 from alemlite.evaluation import evaluate
 from baselines.common.checkpoints import RunCheckpoints
-from baselines.common.config import CurriculumConfig, TrainConfig
+from baselines.common.config import CurriculumConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, to_json
 from baselines.common.trainer import compiled_program, make_env, train
 from baselines.train import reference_policies
@@ -36,6 +36,7 @@ def train_config(
     size: int,
     reward: str,
     run_dir: Path,
+    ppo: PPOConfig,
     curriculum: CurriculumConfig | None = None,
 ) -> TrainConfig:
     """The run's `TrainConfig`; TeamTR's updates are divided by N (one rollout per seat)."""
@@ -48,6 +49,7 @@ def train_config(
         env=ENV,
         options=alemlite.spec(ENV).options(num_agents=size, reward=reward),
         curriculum=curriculum or CurriculumConfig(),
+        ppo=ppo,
         num_envs=budget.num_envs,
         num_steps=budget.num_steps,
         num_updates=num_updates,
