@@ -16,6 +16,7 @@ from benchmarks.study.statistics import CHECKPOINTS, aggregates, normalisation
 
 CONCLUSIONS_HEADING = "## Conclusions"
 ALL_WAIT_PAPER_RETURN = 0.75  # the `paper` reward's degenerate optimum (README)
+CRITIC_REWARDS = {"agent": "each seat's own reward", "team": "the table's mean reward"}
 
 
 def _p(value: float | None) -> str:
@@ -257,6 +258,8 @@ def markdown_report(
 ) -> str:
     """The study's report, generated from the results; `conclusions` is appended verbatim."""
     config, machine = results["config"], results["machine"]
+    # Results written before the study recorded it learned from each seat's own reward.
+    critic_rewards = config.get("ppo", {}).get("rewards", "agent")
     settings = results["settings"]
     by_reward: dict[str, list[dict]] = {}
     for setting in settings.values():
@@ -321,7 +324,8 @@ def markdown_report(
         "update, so it gets 1/N of the updates: the same table steps and the same number of "
         "policy-update stages (one per seat) as the other methods. Default hyperparameters "
         "(2 x 64 tanh MLPs, Adam 2.5e-3, clip 0.2, entropy 0.01, 4 epochs x 4 minibatches; "
-        "group size 8, team returns, no KL penalty, TeamTR KL budget 0.02).",
+        f"IPPO and MAPPO learn from {CRITIC_REWARDS[critic_rewards]}; group size 8, team "
+        "returns, no KL penalty, TeamTR KL budget 0.02).",
         "",
         *budget_lines(results),
         "",
