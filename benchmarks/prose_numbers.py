@@ -189,7 +189,6 @@ PROSE: dict[str, tuple[Stated, ...]] = {
     ),
     "docs/training.md": (
         Stated("95%", INTERVALS, count=4),
-        field("50 min", "marl_craft_cpu.json", "machine.wall_time_s", 1 / 60),
         field("0.37 M", "marl_craft_cpu.json", "runs.ippo-craft-medium.agent_steps_per_seed", 1e-6),
         *(
             field(text, STUDY, f"settings.shaped-{n}.methods.ippo.agent_steps_per_seed", 1e-6)
