@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 import functools
-import importlib
 import json
 import re
 import shlex
@@ -61,6 +59,7 @@ from urllib.parse import urlsplit
 import tyro
 
 from alemlite.core.errors import ConfigError
+from alemlite_app.experiment_options import moved_options, report_moved, script_options
 from benchmarks.harness import RESULTS_DIR as RESULTS
 from benchmarks.provenance import TreeState
 from llm_bridge.stand_in import StandInServer
@@ -383,44 +382,11 @@ def _changed_files(tree: Path) -> tuple[list[str], list[str]]:
     return written, deleted
 
 
-# Options that say where and how a run is written, not what it measures.
-BOOKKEEPING_OPTIONS = {"publish", "out", "reuse_runs", "allow_dirty"}
-
-
-def _flat(options: object, prefix: str = "") -> dict[str, object]:
-    if not isinstance(options, dict):
-        return {prefix: options}
-    flat: dict[str, object] = {}
-    for key, value in options.items():
-        flat.update(_flat(value, f"{prefix}.{key}" if prefix else key))
-    return flat
-
-
-def _option_name(flag: str) -> str:
-    return flag.removeprefix("--").replace("-", "_")
-
-
-def moved_options(published: dict, rerun: dict, module: str = "") -> list[str]:
-    """'name: before -> after' for every option whose recorded value differs between a
-    published results file and its rerun ('absent' where one does not record it), options
-    renamed since (`RENAMED_FLAGS`) followed and bookkeeping options left out. A file that
-    records no options (an older layout) has none to compare."""
-    if "config" not in published:
-        return []
-    renamed = {
-        _option_name(old): _option_name(new) for old, new in RENAMED_FLAGS.get(module, {}).items()
-    }
-    before = {
-        renamed.get(name, name): value
-        for name, value in _flat(published.get("config", {})).items()
-    }  # fmt: skip
-    after = _flat(rerun.get("config", {}))
-    return [
-        f"{name}: {before.get(name, 'absent')} -> {after.get(name, 'absent')}"
-        for name in sorted(before.keys() | after.keys())
-        if name not in BOOKKEEPING_OPTIONS
-        and before.get(name, "absent") != after.get(name, "absent")
-    ]
+def _renamed_options(module: str) -> dict[str, str]:
+    """A script's options renamed since (`RENAMED_FLAGS`), earlier name -> today's."""
+    renamed = RENAMED_FLAGS.get(module.removeprefix("benchmarks."), {})
+    return {old.removeprefix("--").replace("-", "_"): new.removeprefix("--").replace("-", "_")
+            for old, new in renamed.items()}  # fmt: skip
 
 
 def _read_json(path: Path) -> dict:
@@ -435,62 +401,35 @@ def _options_moved(tree: Path, repo: Path, written: list[str], module: str) -> b
     """Report (and say True) where a rerun's recorded options differ from the published."""
     moved = False
     for name in written:
-        if not name.endswith(".json") or not (repo / name).exists():
-            continue
-        changes = moved_options(_read_json(repo / name), _read_json(tree / name), module)
-        if changes:
-            moved = True
-            print(
-                f"{name}: the recorded command now runs other options ({'; '.join(changes)}); "
-                "kept the published file: if each moved option keeps the experiment (a new "
-                "option whose default is the earlier behaviour), pass --accept-moved-options, "
-                "else rerun the command with the earlier options spelled out",
-                file=sys.stderr,
-            )
+        if name.endswith(".json") and (repo / name).exists():
+            published, rerun = _read_json(repo / name), _read_json(tree / name)
+            changes = moved_options(published, rerun, _renamed_options(module))
+            if changes:
+                moved = True
+                report_moved(name, changes, "kept the published file")
     return moved
 
 
-def script_options(command: str) -> dict | None:
-    """The options a recorded `python -m benchmarks.X` command resolves to in this checkout,
-    read without running it (its flags parsed into the config its module hands `run_script`),
-    or None for a command whose options cannot be read that way."""
-    words = republish_command(command)
-    module = words[2]
-    path = module_file(module)
-    if not module.startswith("benchmarks.") or path is None:
-        return None
-    for node in ast.walk(ast.parse(path.read_text())):
-        if (
-            isinstance(node, ast.Call)
-            and getattr(node.func, "id", None) == "run_script"
-            and node.args
-            and isinstance(node.args[0], ast.Name)
-        ):
-            config_type = getattr(importlib.import_module(module), node.args[0].id)
-            config = tyro.cli(config_type, args=words[3:])
-            return json.loads(json.dumps(dataclasses.asdict(config), default=str))
-    return None
-
-
 def options_moved_before(command: str, published: list[Path]) -> bool:
-    """Report (and say True) where a command's options, read before it runs, differ from
-    those its published files record: a rerun would be refused after all its work."""
-    options = script_options(command)
+    """Report (and say True) where a benchmark script's options, read before it runs,
+    differ from those its published files record: its rerun would be refused after all its
+    work. Other commands are judged after their run only."""
+    words = republish_command(command)
+    module, path = words[2], module_file(words[2])
+    options = (
+        script_options(module, path, words[3:])
+        if module.startswith("benchmarks.") and path
+        else None
+    )
     if options is None:
         return False
-    module = republish_command(command)[2].removeprefix("benchmarks.")
     moved = False
-    for path in published:
-        changes = moved_options(_read_json(path), {"config": options}, module)
+    for results in published:
+        changes = moved_options(_read_json(results), {"config": options}, _renamed_options(module))
         if changes:
             moved = True
-            print(
-                f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}: its "
-                f"command would run other options "
-                f"({'; '.join(changes)}); not rerun: if each keeps the experiment, pass "
-                "--accept-moved-options, else rerun it with the earlier options spelled out",
-                file=sys.stderr,
-            )
+            name = results.relative_to(REPO) if results.is_relative_to(REPO) else results
+            report_moved(str(name), changes, "not rerun")
     return moved
 
 
@@ -511,7 +450,7 @@ def republish_in_worktree(
                 succeeded = subprocess.run(republish_command(command), cwd=tree).returncode == 0
             if succeeded:
                 written, deleted = _changed_files(tree)
-                module = republish_command(command)[2].removeprefix("benchmarks.")
+                module = republish_command(command)[2]
                 succeeded = accept_moved_options or not _options_moved(tree, repo, written, module)
             if succeeded:
                 for name in written:

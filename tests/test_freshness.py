@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from alemlite_app import freshness
+from alemlite_app import experiment_options, freshness
 
 
 def git(repo, *args):
@@ -228,38 +228,27 @@ def test_a_rerun_that_records_other_options_is_refused_and_names_them(repo, caps
     assert freshness.republish_in_worktree("python -m benchmarks.ship", repo, True)
     assert json.loads((repo / "benchmarks/results/speed.json").read_text()) == rerun
 
-    assert freshness.moved_options(published, published) == []
-    # renamed since (marl_dining: --sizes -> --num-agents), or where and how a run is written
-    recorded = {"config": {"sizes": [5], "publish": False, "out": "a.json"}}
-    today = {"config": {"num_agents": [5], "publish": True, "out": "b.json"}}
-    assert freshness.moved_options(recorded, today, "marl_dining") == []
-    assert freshness.moved_options(recorded, today) == [
-        "num_agents: absent -> [5]",
-        "sizes: [5] -> absent",
-    ]
-    assert freshness.moved_options({"value": 1.0}, today) == []  # no options recorded
-    assert freshness.moved_options({"config": {"a": [1, 2]}}, {"config": {"a": [1, 3]}}) == [
-        "a: [1, 2] -> [1, 3]"
-    ]
-
 
 def test_a_scripts_options_are_read_before_it_runs_and_a_moved_one_stops_the_rerun(
     tmp_path, capsys
 ):
     """The per-seat dining runs were recorded before the team reward became the default."""
     command = "python -m benchmarks.marl_dining --sizes 5 --num-updates 200"
-    options = freshness.script_options(command)
-    assert options["num_agents"] == [5] and options["num_updates"] == 200
-    assert options["ppo"]["rewards"] == "team"
-    assert freshness.script_options("python -m alemlite_app.cli gap --env craft") is None
-
+    options = experiment_options.script_options(
+        "benchmarks.marl_dining",
+        freshness.module_file("benchmarks.marl_dining"),
+        ["--num-agents", "5", "--num-updates", "200"],
+    )
+    options["sizes"] = options.pop("num_agents")  # as recorded before the rename
     published = tmp_path / "marl_dining_5.json"
     published.write_text(json.dumps({"config": options}))
     assert not freshness.options_moved_before(command, [published])
-    del options["ppo"]["rewards"]
+
+    del options["ppo"]["rewards"]  # recorded before the option existed
     published.write_text(json.dumps({"config": options}))
     assert freshness.options_moved_before(command, [published])
     assert "(ppo.rewards: absent -> team); not rerun" in capsys.readouterr().err
+    assert not freshness.options_moved_before("python -m alemlite_app.cli gap", [published])
 
 
 def test_a_command_that_asks_the_stand_in_model_gets_one_on_its_port():
