@@ -236,23 +236,23 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("0.5 h", DINING_SPEED, "points.2.ippo_hours_per_billion_agent_steps"),
         Stated("40%", "target: the update's share of env-only throughput"),
         # Craft's training speed, in its section and again in the history below
-        craft_speed("12.3 k", "ippo_agent_steps_per_s", 16, 1e-3, count=2),
-        craft_speed("10.5 k", "ippo_agent_steps_per_s", 64, 1e-3, count=2),
-        craft_speed("14.8 k", "ippo_agent_steps_per_s", 256, 1e-3, count=2),
-        craft_speed("14.8k", "ippo_agent_steps_per_s", 256, 1e-3),
-        craft_speed("10.0 k", "ippo_agent_steps_per_s", 1024, 1e-3),
-        craft_speed("10.0 k agent steps/s", "ippo_agent_steps_per_s", 1024, 1e-3),
-        craft_speed("244 k", "env_only_agent_steps_per_s", 16, 1e-3, count=2),
-        craft_speed("348 k", "env_only_agent_steps_per_s", 64, 1e-3, count=2),
-        craft_speed("328 k", "env_only_agent_steps_per_s", 256, 1e-3, count=2),
-        craft_speed("268 k", "env_only_agent_steps_per_s", 1024, 1e-3, count=2),
-        craft_speed("5%", "ippo_fraction_of_env_only", 16, 100),
+        craft_speed("21.7 k", "ippo_agent_steps_per_s", 16, 1e-3, count=2),
+        craft_speed("20.1 k", "ippo_agent_steps_per_s", 64, 1e-3, count=2),
+        craft_speed("23.4 k", "ippo_agent_steps_per_s", 256, 1e-3, count=2),
+        craft_speed("23.4k", "ippo_agent_steps_per_s", 256, 1e-3),
+        craft_speed("16.8 k", "ippo_agent_steps_per_s", 1024, 1e-3),
+        craft_speed("16.8 k agent steps/s", "ippo_agent_steps_per_s", 1024, 1e-3),
+        craft_speed("316 k", "env_only_agent_steps_per_s", 16, 1e-3, count=2),
+        craft_speed("579 k", "env_only_agent_steps_per_s", 64, 1e-3, count=2),
+        craft_speed("757 k", "env_only_agent_steps_per_s", 256, 1e-3, count=2),
+        craft_speed("880 k", "env_only_agent_steps_per_s", 1024, 1e-3, count=2),
+        craft_speed("7%", "ippo_fraction_of_env_only", 16, 100),
         craft_speed("3%", "ippo_fraction_of_env_only", 64, 100),
-        craft_speed("5%", "ippo_fraction_of_env_only", 256, 100),
-        craft_speed("4%", "ippo_fraction_of_env_only", 1024, 100),
-        craft_speed("2%", "mappo_fraction_of_env_only", 16, 100),
-        craft_speed("3%", "mappo_fraction_of_env_only", 1024, 100),
-        craft_speed("19 h", "ippo_hours_per_billion_agent_steps", 256, 1),
+        craft_speed("3%", "ippo_fraction_of_env_only", 256, 100),
+        craft_speed("2%", "ippo_fraction_of_env_only", 1024, 100),
+        craft_speed("1%", "mappo_fraction_of_env_only", 1024, 100),
+        craft_speed("4%", "mappo_fraction_of_env_only", 16, 100),
+        craft_speed("12 h", "ippo_hours_per_billion_agent_steps", 256, 1),
         # Craft's two observation encodings, at 256 environments
         Stated(
             "2.1x",
@@ -292,6 +292,14 @@ PROSE: dict[str, tuple[Stated, ...]] = {
             for what, figures in (
                 ("env_only_agent_steps_per_s", ("71 k", "138 k", "195 k", "225 k")),
                 ("ippo_agent_steps_per_s", ("10.8 k", "11.9 k", "11.3 k", "9.7 k")),
+            )
+            for num_envs, text in zip(CRAFT_POINTS, figures, strict=True)
+        ),
+        *(
+            Stated(text, f"history: {CRAFT_SPEED} at 8773d9a, {what} at {num_envs} envs")
+            for what, figures in (
+                ("env_only_agent_steps_per_s", ("244 k", "348 k", "328 k", "268 k")),
+                ("ippo_agent_steps_per_s", ("12.3 k", "10.5 k", "14.8 k", "10.0 k")),
             )
             for num_envs, text in zip(CRAFT_POINTS, figures, strict=True)
         ),
