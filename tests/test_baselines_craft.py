@@ -93,7 +93,7 @@ def test_shipped_craft_policy_fits_the_environment_and_acts_legally(pretrained):
     assert "ippo-craft-medium" in baselines.pretrained_names()
     env = pretrained.make_env()
     params = env.default_params
-    assert pretrained.description["env"]["difficulty"] == "medium"
+    assert pretrained.recorded_settings["difficulty"] == "medium"
     pretrained.check_fits(env)
     assert env.config.map_size == 32
     assert float(params.alpha) == pytest.approx(0.6)

@@ -111,8 +111,9 @@ def test_a_checkpoint_for_another_table_size_is_refused(checkpoints):
             "ippo-craft-medium",
             "dining",
             {"num_philosophers": 3},
-            "trained on craft (map_size=32, num_agents=3, difficulty='medium', coordination=True, "
-            "max_steps=500), but the environment is dining; use a checkpoint trained on dining",
+            "trained on craft (num_agents=3, map_size=32, max_steps=500, difficulty='medium', "
+            "coordination=True, obs_encoding='dense'), but the environment is dining; use a "
+            "checkpoint trained on dining",
         ),
         (
             "ippo-craft-medium",
