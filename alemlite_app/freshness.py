@@ -416,11 +416,7 @@ def options_moved_before(command: str, published: list[Path]) -> bool:
     work. Other commands are judged after their run only."""
     words = republish_command(command)
     module, path = words[2], module_file(words[2])
-    options = (
-        script_options(module, path, words[3:])
-        if module.startswith("benchmarks.") and path
-        else None
-    )
+    options = script_options(module, path, words[3:]) if path else None
     if options is None:
         return False
     moved = False
@@ -439,6 +435,7 @@ def republish_in_worktree(
     """Run one recorded command in a fresh worktree of `repo`'s head commit and, if it
     succeeds with the options the published results record, copy what it wrote (and remove
     what it deleted) into `repo`."""
+    words = republish_command(command)
     with tempfile.TemporaryDirectory(prefix="republish-") as scratch:
         tree = Path(scratch) / "tree"
         added = _git(repo, "worktree", "add", "--detach", str(tree), "HEAD")
@@ -447,11 +444,11 @@ def republish_in_worktree(
             return False
         try:
             with _stand_in_for(command):
-                succeeded = subprocess.run(republish_command(command), cwd=tree).returncode == 0
+                succeeded = subprocess.run(words, cwd=tree).returncode == 0
             if succeeded:
                 written, deleted = _changed_files(tree)
-                module = republish_command(command)[2]
-                succeeded = accept_moved_options or not _options_moved(tree, repo, written, module)
+                moved = not accept_moved_options and _options_moved(tree, repo, written, words[2])
+                succeeded = not moved
             if succeeded:
                 for name in written:
                     (repo / name).parent.mkdir(parents=True, exist_ok=True)
