@@ -32,14 +32,15 @@ os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
 # `--no-loadscope-reorder`) instead of its own, which puts files with many tests first.
 HEAVIEST_FIRST = (
     "test_finetune.py",
-    "test_readme_commands.py",
     "test_llm_real_model.py",
-    "test_craft_team.py",
-    "test_llama_server.py",
-    "test_craft_golden.py",
-    "test_llm_cli.py",
-    "test_benchmarks.py",
     "test_baselines_training.py",
+    "test_benchmarks.py",
+    "test_baselines_craft.py",
+    "test_llama_server.py",
+    "test_llm_cli.py",
+    "test_craft_golden.py",
+    "test_readme_commands.py",
+    "test_contract.py",
 )
 
 
@@ -60,6 +61,15 @@ def pytest_configure(config):
 
         worker = getattr(config, "workerinput", {}).get("workerid", "main")
         config.pluginmanager.register(CompileReport(Path(folder), worker), "compile_report")
+
+
+@pytest.fixture(scope="module")
+def xla_optimised():
+    """XLA's optimisations back on for a module: for programs whose results must be those of
+    every run outside the suite, or that run long enough to repay the slower compile."""
+    jax.config.update("jax_disable_most_optimizations", False)
+    yield
+    jax.config.update("jax_disable_most_optimizations", True)
 
 
 @pytest.fixture(scope="module")

@@ -103,13 +103,9 @@ def rollout_digest(name: str) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def optimised_programs():
-    """The digests hash the programs XLA optimises, as every run outside the suite compiles
-    them; the suite's unoptimised compiles (tests/conftest.py) round some floats apart."""
-    jax.config.update("jax_disable_most_optimizations", False)
-    yield
-    jax.config.update("jax_disable_most_optimizations", True)
+# The digests hash the programs XLA optimises, as every run outside the suite compiles them;
+# the suite's unoptimised compiles (tests/conftest.py) round some floats apart.
+pytestmark = pytest.mark.usefixtures("xla_optimised")
 
 
 @pytest.mark.parametrize("name", list(CASES))

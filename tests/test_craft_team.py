@@ -121,10 +121,11 @@ def _forge_scene(state, episode):
 
 
 @pytest.fixture(scope="module")
-def runs():
+def runs(xla_optimised):
     """Team and random episodes at each difficulty, the team with iron-free buildings,
     and the team on arranged scenes at every difficulty (the first half a downed
-    teammate, the second smiths at a forge)."""
+    teammate, the second smiths at a forge). Compiled with XLA's optimisations: the four
+    batches then run in about 4 s instead of 45 s, for 7 s more of compiling."""
     default = _stack([_params(level) for level in DIFFICULTIES for _ in range(EPISODES)])
     iron_free = _stack(
         [_params(level, IRON_FREE_SHARE) for level in DIFFICULTIES for _ in range(EPISODES)]

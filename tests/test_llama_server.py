@@ -72,7 +72,7 @@ def test_the_backend_agreement_benchmark_pairs_the_two_stacks_turn_by_turn(tmp_p
     from benchmarks.llm_backend_agreement import BackendAgreementConfig, run
 
     config = BackendAgreementConfig(
-        num_agents=3, max_steps=2, episodes=1, max_tokens=24, out=tmp_path
+        num_agents=3, max_steps=1, episodes=1, max_tokens=24, out=tmp_path
     )  # fmt: skip
     result = run(config)
     (written_file,) = tmp_path.glob("llm_backend_agreement_*.json")

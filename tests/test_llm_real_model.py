@@ -31,9 +31,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 GAMES = {
-    "dining": ["--env", "dining", "--num-agents", "3", "--max-steps", "3", "--episodes", "2"],
+    "dining": ["--env", "dining", "--num-agents", "3", "--max-steps", "2", "--episodes", "2"],
     "craft": [
-        "--env", "craft", "--num-agents", "3", "--map-size", "16", "--max-steps", "2",
+        "--env", "craft", "--num-agents", "3", "--map-size", "16", "--max-steps", "1",
         "--episodes", "1",
     ],
 }  # fmt: skip

@@ -4,7 +4,9 @@ The blocks are read from README.md as a reader copies them; each command runs in
 in one scratch folder (so `--resume` finds the run before it and `compare` the reports),
 through the same entry point as the shell, with budget flags appended (the last value of
 a flag wins, as on any command line). `...` and `vllm serve` stand for a model server:
-the tests' loopback server answers instead.
+the tests' loopback server answers instead. The tests' tiny Llama (tests/tiny_lm.py) stands
+in for the local model of `--backend hf` and `finetune`, as a budget: SmolLM2 itself plays
+through the same commands in tests/test_llm_real_model.py and tests/test_finetune.py.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from alemlite_app.cli import main
 from tests.llm_server import ChatServer
+from tests.tiny_lm import tiny_llama
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -28,7 +31,7 @@ BUDGETS = {
         "--num-envs", "8", "--num-steps", "4", "--num-seeds", "1", "--eval-episodes", "2",
         "--test-episodes", "2", "--network.hidden-size", "8", "--no-progress",
     ],
-    "eval": ["--episodes", "2", "--max-steps", "3"],
+    "eval": ["--episodes", "2", "--max-steps", "2"],
     "eval-llm": ["--episodes", "2", "--max-steps", "3", "--no-progress"],
     "compare": [],
     "gap": [
@@ -64,7 +67,17 @@ def test_the_readme_blocks_hold_the_commands_a_reader_runs():
     assert set(words) <= set(BUDGETS), f"give {sorted(set(words) - set(BUDGETS))} a budget"
 
 
-def test_every_readme_command_runs(tmp_path, monkeypatch):
+@pytest.fixture
+def tiny_model_folder(tmp_path):
+    transformers, torch = pytest.importorskip("transformers"), pytest.importorskip("torch")
+    model, tokenizer = tiny_llama(transformers, torch)
+    folder = tmp_path / "tiny-llama"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_every_readme_command_runs(tmp_path, monkeypatch, tiny_model_folder):
     monkeypatch.chdir(tmp_path)
     with ChatServer(lambda messages: "<action>0</action>") as server:
         for command in readme_commands(README.read_text()):
@@ -86,7 +99,9 @@ def test_every_readme_command_runs(tmp_path, monkeypatch):
                     argv.append(server.base_url)
                 else:
                     argv.append(word)
+            local_model = argv[0] == "finetune" or "hf" in argv
+            budget = [*BUDGETS[argv[0]], *(["--model", str(tiny_model_folder)] * local_model)]
             try:
-                main([*argv, *BUDGETS[argv[0]]])
+                main([*argv, *budget])
             except SystemExit as error:
                 pytest.fail(f"`{command}` exited {error.code}")
