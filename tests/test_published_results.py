@@ -102,3 +102,26 @@ def test_a_card_tests_the_method_by_seed_as_well_as_the_shipped_seed_by_episode(
     assert references.by_seed_p([1.0, 2.0, 3.0], 0.0) < 0.05
     assert references.by_seed_p([1.0, 2.0, 3.0], 3.0) > 0.5  # one-sided: above only
     assert references.p_value(references.by_seed_p([2.0, 2.0], 2.0)) == "undefined"
+
+
+ADAPTERS = sorted(RESULTS_DIR.glob("finetune_*/*/best/**/adapter_config.json"))
+
+
+@pytest.mark.parametrize("config", ADAPTERS, ids=lambda p: str(p.parent.relative_to(RESULTS_DIR)))
+def test_a_published_adapter_names_the_clean_commit_of_its_run(config):
+    """peft's `adapter_config.json` has no place for provenance: the `provenance.json` beside
+    it (or, in runs of the older layout, beside the adapter folders) carries it, and must
+    name the clean tree and commit of the run that kept the adapter."""
+    run = next(p for p in config.parents if (p / "summary.json").is_file())
+    folders = config.parents[: config.parents.index(run)]
+    stamps = [folder / "provenance.json" for folder in folders]
+    assert any(s.is_file() for s in stamps), f"{config} has no provenance.json by it"
+    stamp = json.loads(next(s for s in stamps if s.is_file()).read_text())["provenance"]
+    recorded = json.loads((run / "summary.json").read_text())["provenance"]
+    assert stamp["dirty"] is False and stamp["diff_sha256"] is None
+    assert stamp["commit"] == recorded["commit"] and stamp["command"] == recorded["command"]
+
+
+def test_every_fine_tuning_run_publishes_its_adapters():
+    runs = {p.parent for p in RESULTS_DIR.glob("finetune_*/*/summary.json")}
+    assert runs and runs == {next(p for p in c.parents if p in runs) for c in ADAPTERS}
