@@ -3,11 +3,14 @@
 Every update plays `num_steps` steps of every table and asks the teacher (a scripted
 policy of the environment's spec, `imitation.teacher`, which reads the whole state) what
 it would do on each state played. At first the teacher plays too: on a share of the tables
-that falls linearly from 1 to 0 over `imitation.mixing_updates` updates, each step's
-actions are the teacher's; on the rest, and on every table afterwards, the learner's own.
-The learner is trained on every visited state towards the teacher's action (cross-entropy,
-epochs of minibatches as in PPO), so it learns to recover from the states its own mistakes
-lead to rather than only the teacher's (Ross, Gordon and Bagnell, 2011). The learner reads
+that falls linearly from 1 to `imitation.final_teacher_share` (0 by default) over
+`imitation.mixing_updates` updates, each step's actions are the teacher's; on the rest the
+learner's own. The learner is trained on every visited state towards the teacher's action
+(cross-entropy, epochs of minibatches as in PPO), so it learns to recover from the states
+its own mistakes lead to rather than only the teacher's (Ross, Gordon and Bagnell, 2011).
+A final share of 1 is behaviour cloning from a stream of fresh teacher episodes: no state
+is trained on twice across updates, so a wide network can take many updates without
+overfitting a fixed data set. The learner reads
 only its own observation: what the teacher knows beyond it, the learner must infer.
 
 A teacher action the mask forbids does what the environment's no-op does (its spec's
@@ -63,10 +66,12 @@ class DAgger:
 
     def teacher_share(self, update_step: jax.Array) -> jax.Array:
         """The share of tables the teacher plays at update `update_step` (0-based)."""
-        mixing = self.config.imitation.mixing_updates
-        if mixing == 0:
-            return jnp.zeros((), jnp.float32)
-        return jnp.clip(1.0 - update_step / mixing, 0.0, 1.0)
+        imitation = self.config.imitation
+        final = jnp.float32(imitation.final_teacher_share)
+        if imitation.mixing_updates == 0:
+            return final
+        falling = jnp.clip(1.0 - update_step / imitation.mixing_updates, 0.0, 1.0)
+        return final + (1.0 - final) * falling
 
     def _teacher_actions(self, key: jax.Array, state: VecState, env_params) -> jax.Array:
         keys = jax.random.split(key, self.vec_env.num_envs)

@@ -22,14 +22,18 @@ OPTIONS = alemlite.spec("dining").options(num_agents=5, max_steps=12)
 ENV = alemlite.spec("dining").build(OPTIONS)
 
 
-def dagger(mixing_updates: int):
+def dagger(mixing_updates: int, final_teacher_share: float = 0.0):
     config = TrainConfig(
         algorithm="dagger",
         options=OPTIONS,
         num_envs=16,
         num_steps=12,
         network=NetworkConfig(hidden_size=16, num_layers=1),
-        imitation=ImitationConfig(teacher="resource_ordering", mixing_updates=mixing_updates),
+        imitation=ImitationConfig(
+            teacher="resource_ordering",
+            mixing_updates=mixing_updates,
+            final_teacher_share=final_teacher_share,
+        ),
         progress=False,
     )
     return build_algorithm(config, ENV)
@@ -62,6 +66,13 @@ def test_the_teacher_share_falls_linearly_to_zero_over_the_mixing_updates():
     shares = [float(dagger(10).teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
     assert shares == pytest.approx([1.0, 0.5, 0.0, 0.0])
     assert float(dagger(0).teacher_share(jnp.asarray(0))) == 0.0
+
+
+def test_the_teacher_share_falls_to_the_final_share_and_stays_there():
+    shares = [float(dagger(10, 0.5).teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
+    assert shares == pytest.approx([1.0, 0.75, 0.5, 0.5])
+    # A final share of 1 is behaviour cloning: the teacher plays every table throughout.
+    assert float(dagger(0, 1.0).teacher_share(jnp.asarray(7))) == 1.0
 
 
 def test_a_forbidden_teacher_action_is_relabelled_as_the_wait_it_amounts_to():
@@ -108,11 +119,20 @@ def test_a_negative_mixing_length_is_refused():
         ImitationConfig(teacher="backoff", mixing_updates=-1)
 
 
+def test_a_final_teacher_share_outside_zero_to_one_is_refused():
+    with pytest.raises(ConfigError, match=r"imitation\.final_teacher_share=1\.5"):
+        ImitationConfig(teacher="backoff", final_teacher_share=1.5)
+
+
 def test_the_imitation_settings_survive_a_config_round_trip():
     config = TrainConfig(
         algorithm="dagger",
         options=OPTIONS,
-        imitation=ImitationConfig(teacher="backoff", mixing_updates=7),
+        imitation=ImitationConfig(teacher="backoff", mixing_updates=7, final_teacher_share=0.25),
     )
     assert TrainConfig.from_dict(config.to_dict()) == config
-    assert dataclasses.asdict(config)["imitation"] == {"teacher": "backoff", "mixing_updates": 7}
+    assert dataclasses.asdict(config)["imitation"] == {
+        "teacher": "backoff",
+        "mixing_updates": 7,
+        "final_teacher_share": 0.25,
+    }

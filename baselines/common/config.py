@@ -156,14 +156,23 @@ class ImitationConfig:
     """The environment's scripted policy to imitate (as `alemlite eval --team policy:NAME`
     names it; craft: team, dining: resource_ordering)."""
     mixing_updates: int = 20
-    """Updates over which the share of tables the teacher plays falls linearly from 1 to 0;
-    after them the learner plays every step and the teacher only labels its states (DAgger)."""
+    """Updates over which the share of tables the teacher plays falls linearly from 1 to
+    `final_teacher_share`."""
+    final_teacher_share: float = 0.0
+    """The teacher's share of tables after the mixing updates: 0 is DAgger (the learner plays
+    every step and the teacher only labels its states), 1 is behaviour cloning (the teacher
+    plays every step; the learner learns from the teacher's own states)."""
 
     def __post_init__(self):
         require(
             self.mixing_updates >= 0,
             f"imitation.mixing_updates={self.mixing_updates} must be 0 (the learner plays "
             "from the start) or positive",
+        )
+        require(
+            0.0 <= self.final_teacher_share <= 1.0,
+            f"imitation.final_teacher_share={self.final_teacher_share} must lie in [0, 1] "
+            "(0: DAgger, 1: behaviour cloning)",
         )
 
 
