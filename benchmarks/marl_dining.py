@@ -31,7 +31,6 @@ from benchmarks.provenance import begin_run
 from benchmarks.script import run_script
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
-PRETRAINED_DIR = Path(baselines.__file__).resolve().parent / "pretrained"
 DINING = alemlite.spec("dining")
 
 
@@ -76,7 +75,7 @@ def run(config: MarlDiningConfig) -> dict:
     refuse_earlier_runs([config.runs_dir / name for name in names], config.reuse_runs)
     out = output_path(config.out, config.publish, RESULTS_DIR / "marl_dining.json", "marl_dining")
     figures_dir = FIGURES_DIR if config.publish else out.parent / "figures"
-    ship_root = PRETRAINED_DIR if config.publish else out.parent
+    ship_root = baselines.PRETRAINED_DIR if config.publish else out.parent
     shipped = [name for name in config.ship if name in names]
     destinations = [out, figures_dir, *(ship_root / name for name in shipped)]
     provenance = begin_run(destinations, config.allow_dirty, config.publish)

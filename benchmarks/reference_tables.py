@@ -5,19 +5,15 @@ held-out return, and the matrix-game references method by method (rendered by
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import alemlite
+import baselines
 from alemlite.envs.dining.rewards import shaped_ceiling
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
 from benchmarks.references import p_value
 from benchmarks.study.config import method_label
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-PRETRAINED_DIR = ROOT / "baselines" / "pretrained"
 DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
 MATRIX_ANCHORS = ("uniform", "tit_for_tat", "optimal")
 MATRIX_GAMES = ("climbing", "penalty", "stag_hunt", "prisoners_dilemma")
@@ -91,7 +87,7 @@ def pretrained() -> str:
         "| --- | --- | --- | --- |",
     ]
     for name, (results_file, run_name, anchors) in SHIPPED.items():
-        description = json.loads((PRETRAINED_DIR / name / "policy.json").read_text())
+        description = json.loads((baselines.PRETRAINED_DIR / name / "policy.json").read_text())
         results = load(results_file)
         chosen = "" if run_name else _chosen_among(results)
         run = results["runs"][run_name or results["chosen"]["algorithm"]]

@@ -44,7 +44,6 @@ from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse
 from benchmarks.provenance import begin_run
 
 FIGURES_DIR = Path(__file__).resolve().parents[1] / "docs" / "figures"
-PRETRAINED_DIR = Path(baselines.__file__).resolve().parent / "pretrained"
 # A reference must beat a scripted policy by this p-value (over episodes, and by seed).
 SIGNIFICANCE = 0.01
 
@@ -244,7 +243,7 @@ def run(config: ReferenceConfig) -> dict[str, Any]:
     benchmark = Path(config.results_name).stem
     out = output_path(config.out, config.publish, RESULTS_DIR / config.results_name, benchmark)
     figures_dir = FIGURES_DIR if config.publish else out.parent / "figures"
-    shipped = PRETRAINED_DIR / shipped_name
+    shipped = baselines.PRETRAINED_DIR / shipped_name
     destinations = [out, figures_dir, *([shipped] if config.publish else [])]
     provenance = begin_run(destinations, config.allow_dirty, config.publish)
     figures_dir.mkdir(parents=True, exist_ok=True)
