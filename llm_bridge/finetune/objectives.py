@@ -134,8 +134,8 @@ def turn_loss(
     kl = kl.mean()
     loss = surrogate + kl_coef * kl
     return loss, {
-        "surrogate": float(surrogate),
-        "kl_to_start": float(kl),
+        "surrogate": surrogate.item(),
+        "kl_to_start": kl.item(),
         "clipped": float(((log_ratio.abs() > np.log1p(clip)).float()).mean()),
     }
 
