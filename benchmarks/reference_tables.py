@@ -214,6 +214,16 @@ CRAFT_DIFFICULTIES = ("easy", "medium", "hard")
 CRAFT_ANCHORS = {"random": "uniform random", "team": "scripted team"}
 
 
+def _imitation_label(results: dict) -> str:
+    """DAgger, or behaviour cloning where the teacher played every table throughout (older
+    results predate the final share and are DAgger)."""
+    algorithm = results["chosen"]["algorithm"]
+    imitation = results["config"]["imitation"]
+    if algorithm == "dagger" and imitation.get("final_teacher_share", 0.0) == 1.0:
+        return "behaviour cloning"
+    return method_label(algorithm)
+
+
 def craft_references() -> str:
     """Per difficulty, the shipped Craft reference beside IPPO and MAPPO trained from the
     reward (`marl_craft_cpu.json`) and the random and scripted teams, on the same test
@@ -246,8 +256,7 @@ def craft_references() -> str:
         lines.append(
             row(
                 difficulty,
-                f"`craft-{difficulty}` ({method_label(chosen['algorithm'])}, seed "
-                f"{chosen['seed']})",
+                f"`craft-{difficulty}` ({_imitation_label(results)}, seed {chosen['seed']})",
                 f"{steps / 1e6:.2f} M",
                 run["best"]["episodes"],
             )
