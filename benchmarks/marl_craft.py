@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import alemlite
+from baselines import PRETRAINED_DIR
 from baselines.common.checkpoints import RunCheckpoints
 from baselines.common.config import NetworkConfig, PPOConfig, TrainConfig
 from baselines.common.reporting import MetricsLog, plot_learning_curve, to_json
 from baselines.common.trainer import evaluate_references, make_env, run_title, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
-from benchmarks.marl_dining import FIGURES_DIR, PRETRAINED_DIR, ship_best_checkpoints
+from benchmarks.marl_dining import FIGURES_DIR, ship_best_checkpoints
 from benchmarks.provenance import begin_run
 from benchmarks.script import run_script
 
