@@ -197,7 +197,7 @@ PROSE: dict[str, tuple[Stated, ...]] = {
         field("26 min", STUDY, "wall_s", 1 / 60),
         field("2.3 h", "dining_reference_5_shaped_1b.json", "machine.wall_time_s", 1 / 3600),
         field("58 min", "dining_reference_10_shaped_250m.json", "machine.wall_time_s", 1 / 60),
-        field("2.46 M", "craft_reference_medium.json", "runs.dagger.agent_steps_per_seed", 1e-6),
+        field("11.06 M", "craft_reference_medium.json", "runs.dagger.agent_steps_per_seed", 1e-6),
         field(
             "1.48%", STUDY, "settings.paper-5.methods.teamtr.final.episodes.zero_meals.mean", 100
         ),
