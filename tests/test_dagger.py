@@ -69,7 +69,8 @@ def test_the_teacher_share_falls_linearly_to_zero_over_the_mixing_updates():
 
 
 def test_the_teacher_share_falls_to_the_final_share_and_stays_there():
-    shares = [float(dagger(10, 0.5).teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
+    algorithm = dagger(10, 0.5)
+    shares = [float(algorithm.teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
     assert shares == pytest.approx([1.0, 0.75, 0.5, 0.5])
     # A final share of 1 is behaviour cloning: the teacher plays every table throughout.
     assert float(dagger(0, 1.0).teacher_share(jnp.asarray(7))) == 1.0
