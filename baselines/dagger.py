@@ -2,7 +2,8 @@
 
 Every update plays `num_steps` steps of every table and asks the teacher (a scripted
 policy of the environment's spec, `imitation.teacher`, which reads the whole state) what
-it would do on each state played. At first the teacher plays too: on a share of the tables
+it would do on each state played. At first the teacher plays too: on every table for the
+first `imitation.cloning_updates` updates (0 by default), then on a share of the tables
 that falls linearly from 1 to `imitation.final_teacher_share` (0 by default) over
 `imitation.mixing_updates` updates, each step's actions are the teacher's; on the rest the
 learner's own. The learner is trained on every visited state towards the teacher's action
@@ -68,9 +69,10 @@ class DAgger:
         """The share of tables the teacher plays at update `update_step` (0-based)."""
         imitation = self.config.imitation
         final = jnp.float32(imitation.final_teacher_share)
+        mixing_step = update_step - imitation.cloning_updates
         if imitation.mixing_updates == 0:
-            return final
-        falling = jnp.clip(1.0 - update_step / imitation.mixing_updates, 0.0, 1.0)
+            return jnp.where(mixing_step < 0, jnp.float32(1.0), final)
+        falling = jnp.clip(1.0 - mixing_step / imitation.mixing_updates, 0.0, 1.0)
         return final + (1.0 - final) * falling
 
     def _teacher_actions(self, key: jax.Array, state: VecState, env_params) -> jax.Array:

@@ -22,7 +22,7 @@ OPTIONS = alemlite.spec("dining").options(num_agents=5, max_steps=12)
 ENV = alemlite.spec("dining").build(OPTIONS)
 
 
-def dagger(mixing_updates: int, final_teacher_share: float = 0.0):
+def dagger(mixing_updates: int, final_teacher_share: float = 0.0, cloning_updates: int = 0):
     config = TrainConfig(
         algorithm="dagger",
         options=OPTIONS,
@@ -31,6 +31,7 @@ def dagger(mixing_updates: int, final_teacher_share: float = 0.0):
         network=NetworkConfig(hidden_size=16, num_layers=1),
         imitation=ImitationConfig(
             teacher="resource_ordering",
+            cloning_updates=cloning_updates,
             mixing_updates=mixing_updates,
             final_teacher_share=final_teacher_share,
         ),
@@ -62,18 +63,28 @@ def test_the_untrained_learner_plays_its_own_actions_without_mixing(first_update
     assert first_update_agreement["learner"] < 0.6
 
 
+def shares_at(algorithm, steps: tuple[int, ...]) -> list[float]:
+    return [float(algorithm.teacher_share(jnp.asarray(step))) for step in steps]
+
+
 def test_the_teacher_share_falls_linearly_to_zero_over_the_mixing_updates():
-    shares = [float(dagger(10).teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
-    assert shares == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    assert shares_at(dagger(10), (0, 5, 10, 30)) == pytest.approx([1.0, 0.5, 0.0, 0.0])
     assert float(dagger(0).teacher_share(jnp.asarray(0))) == 0.0
 
 
 def test_the_teacher_share_falls_to_the_final_share_and_stays_there():
-    algorithm = dagger(10, 0.5)
-    shares = [float(algorithm.teacher_share(jnp.asarray(step))) for step in (0, 5, 10, 30)]
-    assert shares == pytest.approx([1.0, 0.75, 0.5, 0.5])
+    assert shares_at(dagger(10, 0.5), (0, 5, 10, 30)) == pytest.approx([1.0, 0.75, 0.5, 0.5])
     # A final share of 1 is behaviour cloning: the teacher plays every table throughout.
     assert float(dagger(0, 1.0).teacher_share(jnp.asarray(7))) == 1.0
+
+
+def test_the_cloning_updates_hold_the_teacher_share_at_one_before_the_mixing():
+    steps = (0, 19, 20, 25, 30, 50)
+    assert shares_at(dagger(10, cloning_updates=20), steps) == pytest.approx(
+        [1.0, 1.0, 1.0, 0.5, 0.0, 0.0]
+    )
+    # Without mixing updates the share drops from 1 to the final share when cloning ends.
+    assert shares_at(dagger(0, 0.25, cloning_updates=5), (4, 5)) == pytest.approx([1.0, 0.25])
 
 
 def test_a_forbidden_teacher_action_is_relabelled_as_the_wait_it_amounts_to():
@@ -125,6 +136,11 @@ def test_a_final_teacher_share_outside_zero_to_one_is_refused():
         ImitationConfig(teacher="backoff", final_teacher_share=1.5)
 
 
+def test_negative_cloning_updates_are_refused():
+    with pytest.raises(ConfigError, match=r"imitation\.cloning_updates=-3"):
+        ImitationConfig(teacher="backoff", cloning_updates=-3)
+
+
 def test_the_imitation_settings_survive_a_config_round_trip():
     config = TrainConfig(
         algorithm="dagger",
@@ -134,6 +150,7 @@ def test_the_imitation_settings_survive_a_config_round_trip():
     assert TrainConfig.from_dict(config.to_dict()) == config
     assert dataclasses.asdict(config)["imitation"] == {
         "teacher": "backoff",
+        "cloning_updates": 0,
         "mixing_updates": 7,
         "final_teacher_share": 0.25,
     }

@@ -155,15 +155,24 @@ class ImitationConfig:
     teacher: str = ""
     """The environment's scripted policy to imitate (as `alemlite eval --team policy:NAME`
     names it; craft: team, dining: resource_ordering)."""
+    cloning_updates: int = 0
+    """Updates at the start on which the teacher plays every table (behaviour cloning), before
+    the mixing updates begin: a clone first learns the teacher's own states, then DAgger has
+    the teacher label the states the clone reaches."""
     mixing_updates: int = 20
-    """Updates over which the share of tables the teacher plays falls linearly from 1 to
-    `final_teacher_share`."""
+    """Updates, after the cloning updates, over which the share of tables the teacher plays
+    falls linearly from 1 to `final_teacher_share`."""
     final_teacher_share: float = 0.0
     """The teacher's share of tables after the mixing updates: 0 is DAgger (the learner plays
     every step and the teacher only labels its states), 1 is behaviour cloning (the teacher
     plays every step; the learner learns from the teacher's own states)."""
 
     def __post_init__(self):
+        require(
+            self.cloning_updates >= 0,
+            f"imitation.cloning_updates={self.cloning_updates} must be 0 (mixing starts at "
+            "once) or positive",
+        )
         require(
             self.mixing_updates >= 0,
             f"imitation.mixing_updates={self.mixing_updates} must be 0 (the learner plays "
