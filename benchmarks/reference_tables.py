@@ -9,6 +9,7 @@ import json
 import alemlite
 import baselines
 from alemlite.envs.dining.rewards import shaped_ceiling
+from benchmarks import references
 from benchmarks.harness import format_interval
 from benchmarks.harness import load_results as load
 from benchmarks.references import p_value
@@ -214,16 +215,6 @@ CRAFT_DIFFICULTIES = ("easy", "medium", "hard")
 CRAFT_ANCHORS = {"random": "uniform random", "team": "scripted team"}
 
 
-def _imitation_label(results: dict) -> str:
-    """DAgger, or behaviour cloning where the teacher played every table throughout (older
-    results predate the final share and are DAgger)."""
-    algorithm = results["chosen"]["algorithm"]
-    imitation = results["config"]["imitation"]
-    if algorithm == "dagger" and imitation.get("final_teacher_share", 0.0) == 1.0:
-        return "behaviour cloning"
-    return method_label(algorithm)
-
-
 def craft_references() -> str:
     """Per difficulty, the shipped Craft reference beside IPPO and MAPPO trained from the
     reward (`marl_craft_cpu.json`) and the random and scripted teams, on the same test
@@ -256,7 +247,7 @@ def craft_references() -> str:
         lines.append(
             row(
                 difficulty,
-                f"`craft-{difficulty}` ({_imitation_label(results)}, seed {chosen['seed']})",
+                f"`craft-{difficulty}` ({references.method_label(results)}, seed {chosen['seed']})",
                 f"{steps / 1e6:.2f} M",
                 run["best"]["episodes"],
             )

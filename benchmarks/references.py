@@ -178,12 +178,28 @@ def by_seed_p(seed_returns: list[float], scripted_mean: float) -> float:
     return float(stats.ttest_1samp(seed_returns, scripted_mean, alternative="greater").pvalue)
 
 
+def method_label(results: dict) -> str:
+    """How the chosen reference's method is written: its algorithm, or for imitation what the
+    teacher's share made it (results from before the cloning updates and the final share
+    lack them: DAgger)."""
+    algorithm = results["chosen"]["algorithm"]
+    if algorithm != "dagger":
+        return algorithm_label(algorithm)
+    imitation = results["config"]["imitation"]
+    if imitation.get("final_teacher_share", 0.0) == 1.0:
+        return "behaviour cloning"
+    cloning_updates = imitation.get("cloning_updates", 0)
+    if cloning_updates:
+        return f"behaviour cloning for {cloning_updates} updates, then DAgger"
+    return "DAgger"
+
+
 def card(name: str, results: dict, results_file: str, trained_on: str) -> str:
     """The shipped policy's card: method, budget, seeds, held-out return, every scripted
     policy on the same test episodes (over episodes for the shipped seed, over seeds for
     the method), and where it falls short."""
     chosen = results["chosen"]
-    method = algorithm_label(chosen["algorithm"])
+    method = method_label(results)
     run = results["runs"][chosen["algorithm"]]
     test = results["test"]
     seeds = run["best"]["return_per_seed"]
