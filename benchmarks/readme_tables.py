@@ -32,6 +32,7 @@ from benchmarks.llm_tables import (
 from benchmarks.marl_craft import markdown_table as marl_craft_table
 from benchmarks.marl_matrix import markdown_table as marl_matrix_table
 from benchmarks.reference_tables import (
+    craft_reference_projections,
     craft_references,
     dining_budget,
     matrix_references,
@@ -452,6 +453,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "craft_reference_teams": craft_reference_teams,
     "marl_craft": marl_craft,
     "craft_references": craft_references,
+    "craft_reference_projections": craft_reference_projections,
     "marl_matrix": marl_matrix,
     "matrix_references": matrix_references,
     "jaxmarl_training": jaxmarl_training,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import alemlite
 import baselines
 from alemlite.envs.dining.rewards import shaped_ceiling
@@ -264,4 +266,36 @@ def craft_references() -> str:
             )
         for anchor, label in CRAFT_ANCHORS.items():
             lines.append(row(difficulty, label, "", run["references"][anchor]["episodes"]))
+    return "\n".join(lines)
+
+
+def craft_reference_projections() -> str:
+    """Per difficulty, the shipped Craft reference's validation curve in brief and the agent
+    steps at which its late log-linear trend reaches the best scripted policy's return
+    (`references.projection`)."""
+    lines = [
+        "| difficulty | validation return: first / best / last evaluation | trend per tenfold "
+        "agent steps (last half, ± s.e.) | target: test return of | projected agent steps |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for difficulty in CRAFT_DIFFICULTIES:
+        results = load(f"craft_reference_{difficulty}.json")
+        if "projection" not in results:
+            lines.append(
+                f"| {difficulty} | not in `craft_reference_{difficulty}.json`, published "
+                "before the curves were kept | | | |"
+            )
+            continue
+        curve = results["runs"][results["chosen"]["algorithm"]]["validation_curve"]
+        returns = [float(np.mean(row["validation_return"])) for row in curve]
+        found = results["projection"]
+        slope = found["return_per_tenfold_steps"]
+        steps = found["agent_steps"]
+        lines.append(
+            f"| {difficulty} | {returns[0]:.2f} / {max(returns):.2f} / {returns[-1]:.2f} | "
+            + (f"{slope:+.2f} ± {found['slope_stderr']:.2f}" if slope is not None else "no fit")
+            + f" | {CRAFT_ANCHORS[found['target_policy']]}, {found['target_return']:.2f} | "
+            + (f"{steps:.1e}" if steps is not None else "none: the trend does not rise")
+            + " |"
+        )
     return "\n".join(lines)

@@ -5,6 +5,8 @@ with the highest validation return across algorithms and seeds (each run keeps i
 checkpoint per seed, exported for its best seed), and replays that policy and the
 environment's scripted reference policies on the same held-out test episodes: a Welch test
 over episodes for the shipped seed, and a one-sided t-test over the chosen method's seeds.
+Records each run's validation curve and projects, on the chosen run's late trend, the agent
+steps at which it would reach the best scripted policy's return (`projection`).
 Writes the results JSON and the learning curves in a fresh folder under `runs/bench/`, or,
 with `--publish`, into `benchmarks/results/` and `docs/figures/`, and ships the policy with
 its `CARD.md` under `baselines/pretrained/`.
@@ -163,6 +165,51 @@ def choose(runs: dict[str, dict]) -> tuple[str, int]:
     )
 
 
+def validation_curve(run_dir: Path) -> list[dict[str, Any]]:
+    """A run's validation evaluations in order: update, agent steps a seed, each seed's return
+    (what its learning-curve figure draws)."""
+    records = (json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines())
+    return [
+        {key: record[key] for key in ("update", "agent_steps", "validation_return")}
+        for record in records
+        if record["kind"] == "eval"
+    ]
+
+
+MIN_FITTED_EVALUATIONS = 3
+
+
+def projection(curve: list[dict[str, Any]], scripted: dict[str, dict]) -> dict[str, Any]:
+    """Where the trend of a run's validation return (mean over seeds) reaches the best
+    scripted policy's test return: a least-squares line in log10(agent steps) through the
+    last half of the evaluations, extrapolated (an estimate, not a measurement). No
+    projection where the trend does not rise or the last half holds fewer than
+    `MIN_FITTED_EVALUATIONS` evaluations."""
+    target_policy = max(scripted, key=lambda name: scripted[name]["return"]["mean"])
+    target = scripted[target_policy]["return"]["mean"]
+    fitted = curve[(len(curve) - 1) // 2 :]
+    found = {
+        "target_policy": target_policy,
+        "target_return": target,
+        "fitted_evaluations": len(fitted),
+        "fitted_from_agent_steps": fitted[0]["agent_steps"] if fitted else None,
+        "return_per_tenfold_steps": None,
+        "slope_stderr": None,
+        "agent_steps": None,
+    }
+    if len(fitted) < MIN_FITTED_EVALUATIONS:
+        return found
+    fit = stats.linregress(
+        np.log10([row["agent_steps"] for row in fitted]),
+        [float(np.mean(row["validation_return"])) for row in fitted],
+    )
+    found["return_per_tenfold_steps"] = float(fit.slope)
+    found["slope_stderr"] = float(fit.stderr)
+    if fit.slope > 0:
+        found["agent_steps"] = float(10 ** ((target - fit.intercept) / fit.slope))
+    return found
+
+
 def p_value(p: float | None) -> str:
     """A p-value; one below float precision (two nearly constant samples) prints as < 1e-300,
     an undefined one (samples without spread: NaN, or null once written as JSON) as such."""
@@ -274,6 +321,7 @@ def run(config: ReferenceConfig) -> dict[str, Any]:
         setting = shipped_name.removeprefix(f"{config.env_name}-")
         figure = f"{config.env_name}-reference-{setting}-{name}.png"
         shutil.copy(run_dir / "learning_curve.png", figures_dir / figure)
+        runs[name]["validation_curve"] = validation_curve(run_dir)
     algorithm, seed = choose(runs)
     policy_dir = run_dirs[algorithm] / "policy" / "best"
     description = json.loads((policy_dir / "policy.json").read_text())
@@ -287,6 +335,9 @@ def run(config: ReferenceConfig) -> dict[str, Any]:
             policy_dir, config.test_episodes, runs[algorithm]["test_seed"]
         ),
     }
+    results["projection"] = projection(
+        runs[algorithm]["validation_curve"], results["test"]["scripted"]
+    )
     results["machine"] = provenance.describe()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_json(results))

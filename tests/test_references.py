@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import baselines
 from alemlite.evaluation import evaluate
 from benchmarks import matrix_references, references
@@ -36,3 +38,40 @@ def test_a_reference_run_ships_the_checkpoint_its_card_and_results_describe(tmp_
     card = (shipped / "CARD.md").read_text()
     assert card == matrix_references.card("matrix-stag-hunt-2", written, config.results_name)
     assert "trained on the repeated stag hunt game, 2 players, 5 rounds" in card
+    # One validation at update 10 of 10 (every run's curve kept): too few to project from.
+    for run in written["runs"].values():
+        assert [row["update"] for row in run["validation_curve"]] == [10]
+        assert len(run["validation_curve"][0]["validation_return"]) == 2
+    best_scripted = max(
+        written["test"]["scripted"].items(), key=lambda item: item[1]["return"]["mean"]
+    )
+    assert written["projection"]["target_policy"] == best_scripted[0]
+    assert written["projection"]["agent_steps"] is None
+
+
+SCRIPTED = {"random": {"return": {"mean": 1.0}}, "team": {"return": {"mean": 8.0}}}
+
+
+def curve(returns: list[float]) -> list[dict]:
+    """Evaluations at 10^4 .. agent steps, a tenfold apart, two seeds each."""
+    return [
+        {"update": i, "agent_steps": 10 ** (4 + i), "validation_return": [value - 1, value + 1]}
+        for i, value in enumerate(returns)
+    ]
+
+
+def test_the_projection_extrapolates_the_late_log_linear_trend_to_the_best_scripted_return():
+    # The early evaluations (a flat start) are left out; the late ones rise 2 a tenfold.
+    found = references.projection(curve([0.0, 0.0, 0.0, 2.0, 4.0, 6.0]), SCRIPTED)
+    assert found["target_policy"] == "team"
+    assert found["fitted_evaluations"] == 4
+    assert found["return_per_tenfold_steps"] == pytest.approx(2.0)
+    # 6.0 at 10^9 agent steps, 8.0 one tenfold later.
+    assert found["agent_steps"] == pytest.approx(1e10)
+
+
+def test_a_falling_or_too_short_trend_projects_nothing():
+    falling = references.projection(curve([5.0, 4.0, 3.0, 2.0]), SCRIPTED)
+    assert falling["return_per_tenfold_steps"] == pytest.approx(-1.0)
+    assert falling["agent_steps"] is None
+    assert references.projection(curve([1.0, 2.0, 3.0]), SCRIPTED)["agent_steps"] is None
