@@ -246,10 +246,11 @@ def craft_references() -> str:
         chosen = results["chosen"]
         run = results["runs"][chosen["algorithm"]]
         steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
+        method = references.chosen_method_label(results)
         lines.append(
             row(
                 difficulty,
-                f"`craft-{difficulty}` ({references.method_label(results)}, seed {chosen['seed']})",
+                f"`craft-{difficulty}` ({method}, seed {chosen['seed']})",
                 f"{steps / 1e6:.2f} M",
                 run["best"]["episodes"],
             )
@@ -295,7 +296,7 @@ def craft_reference_projections() -> str:
             f"| {difficulty} | {returns[0]:.2f} / {max(returns):.2f} / {returns[-1]:.2f} | "
             + (f"{slope:+.2f} ± {found['slope_stderr']:.2f}" if slope is not None else "no fit")
             + f" | {CRAFT_ANCHORS[found['target_policy']]}, {found['target_return']:.2f} | "
-            + (f"{steps:.1e}" if steps is not None else "none: the trend does not rise")
+            + (f"{steps:.1e}" if steps is not None else "none: no rising trend")
             + " |"
         )
     return "\n".join(lines)

@@ -39,7 +39,7 @@ from baselines.common.config import (
     TrainConfig,
     algorithm_label,
 )
-from baselines.common.reporting import to_json
+from baselines.common.reporting import MetricsLog, to_json
 from baselines.common.trainer import make_env, train
 from baselines.train import reference_policies
 from benchmarks.harness import RESULTS_DIR, format_interval, output_path, refuse_earlier_runs
@@ -168,10 +168,9 @@ def choose(runs: dict[str, dict]) -> tuple[str, int]:
 def validation_curve(run_dir: Path) -> list[dict[str, Any]]:
     """A run's validation evaluations in order: update, agent steps a seed, each seed's return
     (what its learning-curve figure draws)."""
-    records = (json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines())
     return [
         {key: record[key] for key in ("update", "agent_steps", "validation_return")}
-        for record in records
+        for record in MetricsLog(run_dir / "metrics.jsonl").read()
         if record["kind"] == "eval"
     ]
 
@@ -225,7 +224,7 @@ def by_seed_p(seed_returns: list[float], scripted_mean: float) -> float:
     return float(stats.ttest_1samp(seed_returns, scripted_mean, alternative="greater").pvalue)
 
 
-def method_label(results: dict) -> str:
+def chosen_method_label(results: dict) -> str:
     """How the chosen reference's method is written: its algorithm, or for imitation what the
     teacher's share made it (results from before the cloning updates and the final share
     lack them: DAgger)."""
@@ -246,7 +245,7 @@ def card(name: str, results: dict, results_file: str, trained_on: str) -> str:
     policy on the same test episodes (over episodes for the shipped seed, over seeds for
     the method), and where it falls short."""
     chosen = results["chosen"]
-    method = method_label(results)
+    method = chosen_method_label(results)
     run = results["runs"][chosen["algorithm"]]
     test = results["test"]
     seeds = run["best"]["return_per_seed"]

@@ -10,7 +10,7 @@ import pytest
 
 import baselines
 from alemlite.evaluation import evaluate
-from benchmarks import matrix_references, references
+from benchmarks import matrix_references, reference_tables, references
 
 
 def test_a_reference_run_ships_the_checkpoint_its_card_and_results_describe(tmp_path):
@@ -75,3 +75,25 @@ def test_a_falling_or_too_short_trend_projects_nothing():
     assert falling["return_per_tenfold_steps"] == pytest.approx(-1.0)
     assert falling["agent_steps"] is None
     assert references.projection(curve([1.0, 2.0, 3.0]), SCRIPTED)["agent_steps"] is None
+
+
+def test_the_projection_table_prints_a_kept_curve_and_says_where_nothing_was_projected(
+    monkeypatch,
+):
+    kept = curve([0.0, 0.0, 0.0, 2.0, 4.0, 6.0])
+    rising = {
+        "chosen": {"algorithm": "dagger"},
+        "runs": {"dagger": {"validation_curve": kept}},
+        "projection": references.projection(kept, SCRIPTED),
+    }
+    short = {**rising, "projection": references.projection(kept[:2], SCRIPTED)}
+    files = {
+        "craft_reference_easy.json": rising,
+        "craft_reference_medium.json": short,
+        "craft_reference_hard.json": {},
+    }
+    monkeypatch.setattr(reference_tables, "load", files.__getitem__)
+    rows = reference_tables.craft_reference_projections().splitlines()[2:]
+    assert rows[0] == "| easy | 0.00 / 6.00 / 6.00 | +2.00 ± 0.00 | scripted team, 8.00 | 1.0e+10 |"
+    assert rows[1].endswith("| no fit | scripted team, 8.00 | none: no rising trend |")
+    assert "published before the curves were kept" in rows[2]
