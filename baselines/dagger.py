@@ -6,13 +6,15 @@ it would do on each state played. At first the teacher plays too: on every table
 first `imitation.cloning_updates` updates (0 by default), then on a share of the tables
 that falls linearly from 1 to `imitation.final_teacher_share` (0 by default) over
 `imitation.mixing_updates` updates, each step's actions are the teacher's; on the rest the
-learner's own. The learner is trained on every visited state towards the teacher's action
-(cross-entropy, epochs of minibatches as in PPO), so it learns to recover from the states
-its own mistakes lead to rather than only the teacher's (Ross, Gordon and Bagnell, 2011).
-A final share of 1 is behaviour cloning from a stream of fresh teacher episodes: no state
-is trained on twice across updates, so a wide network can take many updates without
-overfitting a fixed data set. The learner reads
-only its own observation: what the teacher knows beyond it, the learner must infer.
+learner's own (`imitation.mix_by`: who plays a table is drawn at every step, or once an
+episode, so that whole episodes are the teacher's or the learner's). The learner is
+trained on every visited state towards the teacher's action (cross-entropy, epochs of
+minibatches as in PPO), so it learns to recover from the states its own mistakes lead to
+rather than only the teacher's (Ross, Gordon and Bagnell, 2011). A final share of 1 is
+behaviour cloning from a stream of fresh teacher episodes: no state is trained on twice
+across updates, so a wide network can take many updates without overfitting a fixed data
+set. The learner reads only its own observation: what the teacher knows beyond it, the
+learner must infer.
 
 A teacher action the mask forbids does what the environment's no-op does (its spec's
 `noop_action`: a failed grab at dining is a wait), so it is relabelled as the no-op, the
@@ -97,15 +99,26 @@ class DAgger:
             view.episode_start,
             learner_key,
         )
-        taught = jax.random.uniform(share_key, (self.vec_env.num_envs, 1)) < teacher_share
-        actions = jnp.where(taught, view.teacher_actions, learned)
+        taught = jax.random.uniform(share_key, (self.vec_env.num_envs,)) < teacher_share
+        new_hidden = {"actor": actor_hidden}
+        if self.config.imitation.mix_by == "episode":
+            # Who plays a table is drawn when its episode starts and kept until it ends.
+            taught = jnp.where(view.episode_start, taught, hidden["taught"])
+            new_hidden["taught"] = taught
+        actions = jnp.where(taught[:, None], view.teacher_actions, learned)
         zeros = jnp.zeros(actions.shape, jnp.float32)
-        return {"actor": actor_hidden}, actions, zeros, zeros
+        return new_hidden, actions, zeros, zeros
+
+    def _initial_hidden(self):
+        hidden = {"actor": self.actor.initial_hidden(self.config.num_envs)}
+        if self.config.imitation.mix_by == "episode":
+            hidden["taught"] = jnp.ones((self.config.num_envs,), bool)
+        return hidden
 
     def init(self, key: jax.Array) -> Runner:
         actor_key, env_key, run_key = jax.random.split(key, 3)
         params = {"actor": self.actor.init(actor_key)}
-        hidden = {"actor": self.actor.initial_hidden(self.config.num_envs)}
+        hidden = self._initial_hidden()
         return Runner(
             params=params,
             opt_state=self.optimizer.init(params),

@@ -6,6 +6,7 @@ That it learns (it reproduces resource ordering on dining) is `tests/test_learni
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +16,7 @@ import pytest
 import alemlite
 from alemlite.core.errors import ConfigError
 from alemlite.envs.dining.state import WAIT
+from baselines.common import rollout as rollouts
 from baselines.common.config import ImitationConfig, NetworkConfig, TrainConfig
 from baselines.common.trainer import build_algorithm
 
@@ -22,7 +24,12 @@ OPTIONS = alemlite.spec("dining").options(num_agents=5, max_steps=12)
 ENV = alemlite.spec("dining").build(OPTIONS)
 
 
-def dagger(mixing_updates: int, final_teacher_share: float = 0.0, cloning_updates: int = 0):
+def dagger(
+    mixing_updates: int,
+    final_teacher_share: float = 0.0,
+    cloning_updates: int = 0,
+    mix_by: str = "step",
+):
     config = TrainConfig(
         algorithm="dagger",
         options=OPTIONS,
@@ -34,6 +41,7 @@ def dagger(mixing_updates: int, final_teacher_share: float = 0.0, cloning_update
             cloning_updates=cloning_updates,
             mixing_updates=mixing_updates,
             final_teacher_share=final_teacher_share,
+            mix_by=mix_by,
         ),
         progress=False,
     )
@@ -85,6 +93,47 @@ def test_the_cloning_updates_hold_the_teacher_share_at_one_before_the_mixing():
     )
     # Without mixing updates the share drops from 1 to the final share when cloning ends.
     assert shares_at(dagger(0, 0.25, cloning_updates=5), (4, 5)) == pytest.approx([1.0, 0.25])
+
+
+def teacher_played_share_by_episode(mix_by: str) -> np.ndarray:
+    """At a constant teacher share of 1/2, over 24 steps of every table: for each episode of
+    at least 6 steps, the share of its steps whose played actions were all the teacher's."""
+    algorithm = dagger(0, 0.5, mix_by=mix_by)
+    runner = algorithm.init(jax.random.PRNGKey(3))
+    play = jax.jit(
+        lambda runner: rollouts.collect(
+            algorithm.vec_env,
+            algorithm.env_params,
+            functools.partial(algorithm._act, algorithm.teacher_share(runner.update_step)),
+            lambda params, hidden, view: jnp.zeros(view.active.shape, jnp.float32),
+            runner.params,
+            runner.rollout,
+            jax.random.PRNGKey(4),
+            24,
+            teacher=algorithm._teacher_actions,
+        )[1]
+    )
+    transitions = play(runner)
+    done = np.asarray(transitions.done)
+    matched = np.asarray((transitions.actions == transitions.view.teacher_actions).all(-1))
+    shares = []
+    for table in range(done.shape[1]):
+        ends = np.flatnonzero(done[:, table]) + 1
+        for episode in np.split(matched[:, table], ends):
+            if episode.size >= 6:
+                shares.append(episode.mean())
+    return np.asarray(shares)
+
+
+def test_mixing_by_episode_gives_each_episode_to_the_teacher_or_the_learner_whole():
+    by_episode = teacher_played_share_by_episode("episode")
+    teacher_episodes = by_episode == 1.0
+    # The learner's episodes: an untrained learner matches the teacher on few steps.
+    assert (by_episode[~teacher_episodes] < 0.75).all()
+    # Drawn at a share of 1/2: both kinds, in about equal numbers.
+    assert 0.2 <= teacher_episodes.mean() <= 0.8 and by_episode.size >= 16
+    # Drawn at every step instead, almost no episode is the teacher's throughout.
+    assert (teacher_played_share_by_episode("step") == 1.0).sum() <= 2
 
 
 def test_a_forbidden_teacher_action_is_relabelled_as_the_wait_it_amounts_to():
@@ -153,4 +202,5 @@ def test_the_imitation_settings_survive_a_config_round_trip():
         "cloning_updates": 0,
         "mixing_updates": 7,
         "final_teacher_share": 0.25,
+        "mix_by": "step",
     }

@@ -166,6 +166,11 @@ class ImitationConfig:
     """The teacher's share of tables after the mixing updates: 0 is DAgger (the learner plays
     every step and the teacher only labels its states), 1 is behaviour cloning (the teacher
     plays every step; the learner learns from the teacher's own states)."""
+    mix_by: Literal["step", "episode"] = "step"
+    """What the teacher's share draws: who plays each table at every step (step), or for a
+    whole episode (episode: the learner's tables reach the states its own mistakes lead to,
+    such as tiredness the teacher never lets happen, while the teacher's tables keep whole
+    demonstrations of what needs every seat's part, such as coordination tasks)."""
 
     def __post_init__(self):
         require(
