@@ -226,18 +226,25 @@ def by_seed_p(seed_returns: list[float], scripted_mean: float) -> float:
 
 def chosen_method_label(results: dict) -> str:
     """How the chosen reference's method is written: its algorithm, or for imitation what the
-    teacher's share made it (results from before the cloning updates and the final share
-    lack them: DAgger)."""
+    teacher's share made it (results from before the cloning updates, the final share and
+    `mix_by` lack them: DAgger, drawn at every step)."""
     algorithm = results["chosen"]["algorithm"]
     if algorithm != "dagger":
         return algorithm_label(algorithm)
     imitation = results["config"]["imitation"]
-    if imitation.get("final_teacher_share", 0.0) == 1.0:
+    final = imitation.get("final_teacher_share", 0.0)
+    if final == 1.0:
         return "behaviour cloning"
+    if final == 0.0:
+        dagger = "DAgger"
+    elif imitation.get("mix_by", "step") == "episode":
+        dagger = f"DAgger on {1 - final:.0%} of the episodes"
+    else:
+        dagger = f"DAgger on {1 - final:.0%} of the steps"
     cloning_updates = imitation.get("cloning_updates", 0)
     if cloning_updates:
-        return f"behaviour cloning for {cloning_updates} updates, then DAgger"
-    return "DAgger"
+        return f"behaviour cloning for {cloning_updates} updates, then {dagger}"
+    return dagger
 
 
 def card(name: str, results: dict, results_file: str, trained_on: str) -> str:

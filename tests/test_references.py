@@ -97,3 +97,21 @@ def test_the_projection_table_prints_a_kept_curve_and_says_where_nothing_was_pro
     assert rows[0] == "| easy | 0.00 / 6.00 / 6.00 | +2.00 ± 0.00 | scripted team, 8.00 | 1.0e+10 |"
     assert rows[1].endswith("| no fit | scripted team, 8.00 | none: no rising trend |")
     assert "published before the curves were kept" in rows[2]
+
+
+def test_an_imitation_reference_is_named_by_what_its_teacher_share_made_it():
+    def label(**imitation) -> str:
+        return references.chosen_method_label(
+            {"chosen": {"algorithm": "dagger"}, "config": {"imitation": imitation}}
+        )
+
+    assert label(final_teacher_share=1.0) == "behaviour cloning"
+    assert label() == "DAgger"
+    assert label(cloning_updates=600, final_teacher_share=0.0) == (
+        "behaviour cloning for 600 updates, then DAgger"
+    )
+    assert label(cloning_updates=300, final_teacher_share=0.75, mix_by="episode") == (
+        "behaviour cloning for 300 updates, then DAgger on 25% of the episodes"
+    )
+    assert label(final_teacher_share=0.5) == "DAgger on 50% of the steps"
+    assert references.chosen_method_label({"chosen": {"algorithm": "mappo"}}) == "MAPPO"
