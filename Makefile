@@ -38,12 +38,16 @@ model: $(STAMP)
 	@$(BIN)/python -m llm_bridge.models fetch smollm2-135m >/dev/null
 
 # llama.cpp's OpenAI-compatible server, compiled from its PyPI source with the machine's cmake
-# and g++ (about 7 minutes on 2 cores, once; pip keeps the built wheel in its cache).
-LLAMA_STAMP := $(VENV)/.llama-server
+# and g++ (4 to 7 minutes on 2 cores, once). A portable AVX2 build: the native one (AVX-512
+# and AMX on a Xeon with them) crashes on its first completion. No pip cache: it keys the
+# built wheel by the source alone, so it would hand back a native build made earlier.
+LLAMA_STAMP := $(VENV)/.llama-server-avx2
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 llama-server: $(LLAMA_STAMP)
 
 $(LLAMA_STAMP): $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e ".[llama-server]" -c constraints.txt
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(BIN)/pip install --quiet --no-cache-dir -e ".[llama-server]" -c constraints.txt
 	touch $(LLAMA_STAMP)
 
 lint: $(STAMP)

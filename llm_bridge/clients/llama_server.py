@@ -33,6 +33,14 @@ def serve(
         "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(context), "--n_threads", str(threads), "--seed", str(seed),
     ]  # fmt: skip
+    with supervise(command, port, alias, log) as base_url:
+        yield base_url
+
+
+@contextlib.contextmanager
+def supervise(command: list[str], port: int, alias: str, log: Path) -> Iterator[str]:
+    """Run the server `command` (listening on `port`, serving `alias`) for a `with` block;
+    yields its base URL once it lists the model, and raises if it died before the end."""
     # Its log goes to a file: a pipe nobody reads fills up and stalls the server.
     with log.open("w") as log_file:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file)
@@ -41,8 +49,15 @@ def serve(
         _wait_until_serving(process, base_url, alias, log)
         yield base_url
     finally:
+        died = process.poll()
         process.terminate()
         process.wait(timeout=30)
+    if died is not None:
+        # Its clients only saw refused connections; say what happened to it.
+        raise ModelServerError(
+            f"llama.cpp's server died while serving (exit status {died}; a negative status is "
+            f"the signal that stopped it); its log ends: {log.read_text()[-2000:]!r}"
+        )
 
 
 def _wait_until_serving(process: subprocess.Popen, base_url: str, alias: str, log: Path) -> None:
