@@ -6,7 +6,8 @@ the map, the observation and the actions; `TrainedPolicy.check_fits`). Among tho
 play, the reference is the one trained closest to the setting (fewest recorded options that
 differ, such as the reward or the episode length), then a shipped reference with a
 `CARD.md` (chosen on validation episodes among every algorithm trained for its setting),
-then the first by name.
+then one that no other trained on from (`--init-actor`: a fine-tuned clone before the
+clone), then the first by name.
 """
 
 from __future__ import annotations
@@ -32,13 +33,6 @@ class Fit:
     name: str
     off: dict[str, tuple[Any, Any]]
 
-    @property
-    def rank(self) -> tuple[int, bool, str]:
-        import baselines
-
-        has_card = (baselines.PRETRAINED_DIR / self.name / "CARD.md").is_file()
-        return (len(self.off), not has_card, self.name)
-
 
 def fit(name: str, env: Environment, options: EnvOptions) -> Fit:
     """How checkpoint `name` plays `env`, built from `options`; a one-line `ConfigError`
@@ -58,7 +52,16 @@ def fit(name: str, env: Environment, options: EnvOptions) -> Fit:
 
 def closest(fits: Iterable[Fit]) -> Fit | None:
     """The reference among checkpoints that play a setting (see the module docstring)."""
-    return min(fits, key=lambda candidate: candidate.rank, default=None)
+    import baselines
+
+    fits = list(fits)
+    superseded = {baselines.load(fit.name).description.get("init_actor") for fit in fits}
+
+    def rank(candidate: Fit) -> tuple[int, bool, bool, str]:
+        has_card = (baselines.PRETRAINED_DIR / candidate.name / "CARD.md").is_file()
+        return (len(candidate.off), not has_card, candidate.name in superseded, candidate.name)
+
+    return min(fits, key=rank, default=None)
 
 
 def shipped_for(env_name: str) -> tuple[str, ...]:

@@ -76,6 +76,9 @@ class CraftReferencesConfig(references.ReferenceConfig):
             teacher="team", mixing_updates=0, final_teacher_share=1.0
         )
     )
+    label: str = ""
+    """Names a variant: shipped as craft-DIFFICULTY-LABEL, results in
+    craft_reference_DIFFICULTY_LABEL.json (e.g. `--label ippo` for IPPO from the clone)."""
     runs_dir: Path = Path("runs/craft_references")
     """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
 
@@ -90,11 +93,12 @@ class CraftReferencesConfig(references.ReferenceConfig):
 
     @property
     def shipped_name(self) -> str:
-        return f"craft-{self.difficulty}"
+        return f"craft-{self.difficulty}" + (f"-{self.label}" if self.label else "")
 
     @property
     def results_name(self) -> str:
-        return f"craft_reference_{self.difficulty}.json"
+        suffix = f"_{self.label}" if self.label else ""
+        return f"craft_reference_{self.difficulty}{suffix}.json"
 
     @classmethod
     def trained_on(cls, config: dict[str, Any]) -> str:

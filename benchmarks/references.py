@@ -68,6 +68,9 @@ class ReferenceConfig:
     group: GroupConfig = field(default_factory=GroupConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
     """dagger: the scripted policy it imitates and how long that teacher plays."""
+    init_actor: str = ""
+    """A trained policy whose actor starts every run (a shipped name or an exported policy
+    directory; its network options must be given); empty: fresh actors."""
     runs_dir: Path = Path("runs/references")
     """Run directories (checkpoints inside: an interrupted run resumes with --reuse-runs)."""
     out: Path | None = None
@@ -118,6 +121,7 @@ def train_config(config: ReferenceConfig, algorithm: str, run_dir: Path) -> Trai
         ppo=config.ppo,
         group=config.group,
         imitation=config.imitation,
+        init_actor=config.init_actor,
         out=run_dir,
         # An interrupted run (checkpoints inside) continues where it stopped.
         resume=any((run_dir / "checkpoints").glob("*")),
@@ -225,10 +229,14 @@ def by_seed_p(seed_returns: list[float], scripted_mean: float) -> float:
 
 
 def chosen_method_label(results: dict) -> str:
-    """How the chosen reference's method is written: its algorithm, or for imitation what the
-    teacher's share made it (results from before the cloning updates, the final share and
-    `mix_by` lack them: DAgger, drawn at every step)."""
+    """How the chosen reference's method is written: its algorithm (and the policy it started
+    from, `init_actor`), or for imitation what the teacher's share made it (results from
+    before the cloning updates, the final share and `mix_by` lack them: DAgger, drawn at
+    every step)."""
     algorithm = results["chosen"]["algorithm"]
+    start = results.get("config", {}).get("init_actor")
+    if start:
+        return f"{algorithm_label(algorithm)} from `{start}`"
     if algorithm != "dagger":
         return algorithm_label(algorithm)
     imitation = results["config"]["imitation"]

@@ -139,6 +139,30 @@ def test_resumed_run_equals_uninterrupted_run(ippo_run, tmp_path):
     assert [r["update"] for r in records(tmp_path / "resumed", "train")] == [1, 2, 3, 4]
 
 
+def test_a_run_starts_from_the_actor_init_actor_names_and_refuses_one_that_does_not_fit(
+    ippo_run, tmp_path
+):
+    config, _ = ippo_run
+    start = str(Path(config.out) / "policy" / "final")
+    still = replace(config, ppo=replace(config.ppo, learning_rate=1e-12), num_updates=2)
+    train(replace(still, out=str(tmp_path / "from"), init_actor=start), env=MatchingGame())
+    train(replace(still, out=str(tmp_path / "fresh")), env=MatchingGame())
+
+    initial = jax.tree.leaves(baselines.load(start).params)
+    for run, starts_there in (("from", True), ("fresh", False)):
+        state, _ = saved_state(tmp_path / run)
+        actors = jax.tree.leaves(state["runner"]["params"]["actor"])
+        for seed in range(config.num_seeds):  # every seed starts from the policy
+            close = all(
+                np.allclose(np.asarray(a)[seed], b, atol=1e-6)
+                for a, b in zip(actors, initial, strict=True)
+            )
+            assert close == starts_there, (run, seed)
+    wider = replace(still, network=NetworkConfig(hidden_size=16, num_layers=1))
+    with pytest.raises(ConfigError, match=r"init_actor=.*does not fit.*--network"):
+        train(replace(wider, out=str(tmp_path / "wider"), init_actor=start), env=MatchingGame())
+
+
 def test_resume_refuses_changed_settings_and_fresh_runs_refuse_old_checkpoints(ippo_run):
     config, _ = ippo_run
     with pytest.raises(ConfigError, match="num_envs"):

@@ -275,6 +275,22 @@ def test_checkpoint_best_where_nothing_shipped_plays_is_one_line():
         EvalConfig(env="dining", options=options, team=("checkpoint:best",))
 
 
+def test_a_checkpoint_trained_on_from_another_is_the_reference_before_it(checkpoints, tmp_path):
+    """Equally close and both with cards, the one that names the other as its `init_actor`
+    (a fine-tuned clone) is chosen, whichever comes first by name."""
+    from baselines.references import Fit, closest
+
+    for start, tuned in (("a", "b"), ("b", "a")):
+        folder = tmp_path / start
+        for name in (start, tuned):
+            shutil.copytree(checkpoints["mlp"], folder / name)
+            (folder / name / "CARD.md").write_text("card\n")
+        start_path = str(folder / start)
+        rewrite_description(lambda d, path=start_path: d.update(init_actor=path))(folder / tuned)
+        fits = [Fit(str(folder / name), {}) for name in ("a", "b")]
+        assert closest(fits).name == str(folder / tuned)
+
+
 def test_the_gap_reference_is_the_one_checkpoint_best_seats():
     from baselines.references import best_checkpoint
     from llm_bridge.gap.config import GapConfig

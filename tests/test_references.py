@@ -115,3 +115,5 @@ def test_an_imitation_reference_is_named_by_what_its_teacher_share_made_it():
     )
     assert label(final_teacher_share=0.5) == "DAgger on 50% of the steps"
     assert references.chosen_method_label({"chosen": {"algorithm": "mappo"}}) == "MAPPO"
+    started = {"chosen": {"algorithm": "ippo"}, "config": {"init_actor": "craft-easy"}}
+    assert references.chosen_method_label(started) == "IPPO from `craft-easy`"

@@ -342,6 +342,10 @@ class TrainConfig:
     num_seeds: int = 1
     """Independent seeds trained side by side in one vmapped program."""
     seed: int = 0
+    init_actor: str = ""
+    """A trained policy whose actor starts every seed (a shipped name such as craft-medium, or
+    an exported policy directory); it must fit the run's environment, seats and network.
+    Empty: a fresh actor. The critic always starts fresh."""
 
     eval_interval: int = 50
     """Updates between checkpoints; every checkpoint is evaluated on validation seeds."""

@@ -117,6 +117,7 @@ def program_key(config: TrainConfig) -> TrainConfig:
     return dataclasses.replace(
         config,
         seed=0,
+        init_actor="",
         num_updates=config.num_updates
         if config.ppo.anneal_learning_rate
         else config.updates_per_chunk,
@@ -245,6 +246,8 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     algorithm, evaluator, schedule = program.algorithm, program.evaluator, program.schedule
 
     runner = program.init(jax.random.split(jax.random.PRNGKey(config.seed), config.num_seeds))
+    if config.init_actor and not config.resume:  # a resumed run restores its own actor
+        runner = _with_initial_actor(runner, config, env, algorithm.actor)
     best = BestActors(
         actor_params=jax.tree.map(jnp.copy, runner.params["actor"]),  # runner is donated
         validation_return=jnp.full((config.num_seeds,), -jnp.inf),
@@ -358,6 +361,28 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     return summary
 
 
+def _with_initial_actor(runner: Runner, config: TrainConfig, env, actor) -> Runner:
+    """`runner` with every seed's actor parameters those of the policy `config.init_actor`
+    (and so is a frozen reference of the initial actor, where the algorithm keeps one)."""
+    import baselines  # the loader of shipped and exported policies
+
+    policy = baselines.load(config.init_actor)
+    policy.check_fits(env)
+    require(
+        policy.actor.network == actor.network,
+        f"init_actor={config.init_actor!r}: its actor ({policy.actor.network}) does not fit "
+        f"this run's network ({actor.network}); give the --network options it was trained with",
+    )
+
+    def per_seed(leaf, like):
+        leaf = jnp.broadcast_to(jnp.asarray(leaf, like.dtype), like.shape)
+        return jax.device_put(leaf, like.sharding)
+
+    params = jax.tree.map(per_seed, policy.params, runner.params["actor"])
+    initial = {name: params for name in ("actor", "reference") if name in runner.params}
+    return runner.replace(params={**runner.params, **initial})
+
+
 def _write_replacing(path: Path, write: Callable[[Path], None]) -> None:
     """Write `path` through a partial file: a run stopped meanwhile leaves the old file whole."""
     partial = path.with_name(f".{path.name}.partial")
@@ -407,6 +432,7 @@ def _export_policies(run_dir: Path, env, config, algorithm, runner, best) -> Non
         "algorithm": config.algorithm,
         "env": env_record(env.name, config.options),
         "seed_index": seed,
+        **({"init_actor": config.init_actor} if config.init_actor else {}),
     }
     pick = functools.partial(jax.tree.map, lambda leaf: leaf[seed])
     export_policy(run_dir / "policy" / "final", algorithm.actor, pick(runner.params["actor"]), info)
