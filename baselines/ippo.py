@@ -61,6 +61,11 @@ class IPPO:
         )
         self.critic = SharedCritic(config.network, env.num_agents, self.critic_input_shape)
         ppo = config.ppo
+        self.event_bonus = (
+            rollouts.EventBonus(ppo.event_metric, ppo.event_bonus) if ppo.event_metric else None
+        )
+        if self.event_bonus is not None:
+            rollouts.check_event_bonus(env, self.event_bonus)
         self.optimizer = adam_optimizer(
             ppo, config.num_updates * ppo.num_epochs * ppo.num_minibatches
         )
@@ -132,6 +137,7 @@ class IPPO:
             runner.rollout,
             rollout_key,
             self.config.num_steps,
+            event_bonus=self.event_bonus,
         )
         _, last_value = self._values(
             runner.params["critic"], rollout.hidden["critic"], rollout.view

@@ -94,8 +94,24 @@ class PPOConfig:
     mean over seats in play, the return that evaluation reports) or the seat's own reward
     (independent learners: on dining they settle on tables where philosophers starve).
     The group methods choose with `group.returns`."""
+    event_metric: str = ""
+    """IPPO, MAPPO: training-only reward shaping: an episode metric of the environment (e.g.
+    craft's coordination/task_completions) whose every rise on a step pays each seat in play
+    `event_bonus`. Validation and test episodes play the environment's own reward, and the
+    logged episode returns are the environment's. Empty: no shaping."""
+    event_bonus: float = 0.0
+    """The reward each seat in play gains per unit rise of `event_metric`."""
 
     def __post_init__(self):
+        require(
+            bool(self.event_metric) == (self.event_bonus != 0),
+            f"ppo.event_metric={self.event_metric!r} with ppo.event_bonus={self.event_bonus}: "
+            "give both (a metric and a nonzero bonus) or neither",
+        )
+        require(
+            math.isfinite(self.event_bonus),
+            f"ppo.event_bonus={self.event_bonus} must be a finite number",
+        )
         require(
             self.rewards in ("team", "agent"),
             f"ppo.rewards={self.rewards!r}; choose 'team' or 'agent'",
@@ -413,6 +429,11 @@ class TrainConfig:
         )
         require(self.eval_episodes >= 1, f"eval_episodes={self.eval_episodes} must be at least 1")
         require(self.test_episodes >= 1, f"test_episodes={self.test_episodes} must be at least 1")
+        require(
+            not self.ppo.event_metric or self.algorithm in ("ippo", "mappo"),
+            f"ppo.event_metric={self.ppo.event_metric!r}: ppo.event_metric shapes the reward of "
+            f"ippo and mappo, not {self.algorithm}; drop --ppo.event-metric and --ppo.event-bonus",
+        )
         if self.curriculum.enabled:
             self._schedule_the_curriculum_option()
         if self.algorithm == "dagger":

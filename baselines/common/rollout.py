@@ -15,6 +15,7 @@ nothing follows, so the step is `terminal` like a termination; at a cut-off
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from alemlite.core.environment import TimeLimit
+from alemlite.core.errors import require
 from alemlite.core.vec import VecEnv, VecState
 
 
@@ -81,6 +83,35 @@ BootstrapFn = Callable[[Any, Any, AgentView], jax.Array]
 TeacherFn = Callable[[jax.Array, VecState, Any], jax.Array]
 
 
+@dataclass(frozen=True)
+class EventBonus:
+    """Training-only shaping: `bonus` to each seat in play per unit rise of the episode
+    metric `metric` on a step (the logged episode returns stay the environment's)."""
+
+    metric: str
+    bonus: float
+
+
+def check_event_bonus(env, event_bonus: EventBonus) -> None:
+    """Refuse (one line, before anything is traced) a bonus on a metric `env` does not have."""
+    params = env.default_params
+    state = jax.eval_shape(lambda: env.reset(jax.random.PRNGKey(0), params)[1])
+    names = sorted(jax.eval_shape(env.episode_metrics, state, params))
+    require(
+        event_bonus.metric in names,
+        f"ppo.event_metric={event_bonus.metric!r} is not an episode metric of {env.name}; "
+        f"choose one of {', '.join(names)}",
+    )
+
+
+def episode_metric(vec_env: VecEnv, state: VecState, params, name: str) -> jax.Array:
+    """The episode metric `name` of every environment's running episode, `(E,)`."""
+    metrics = jax.vmap(vec_env.env.episode_metrics, in_axes=(0, vec_env.params_axes(params)))(
+        state.env_state, params
+    )
+    return metrics[name].astype(jnp.float32)
+
+
 def reset(vec_env: VecEnv, env_params, key: jax.Array, hidden) -> RolloutState:
     observation, env_state = vec_env.reset(key, env_params)
     episode_start = jnp.ones((vec_env.num_envs,), bool)
@@ -98,13 +129,17 @@ def collect(
     key: jax.Array,
     num_steps: int,
     teacher: TeacherFn | None = None,
+    event_bonus: EventBonus | None = None,
 ) -> tuple[RolloutState, Transition]:
     """Play `num_steps` steps; returns the new rollout state and `(T, E, ...)` transitions.
 
     With a `teacher`, every step's view carries its actions (`AgentView.teacher_actions`),
-    which `act` sees and the transitions keep.
+    which `act` sees and the transitions keep. With an `event_bonus`, the transitions'
+    rewards include it.
     """
     cut_off_at_time_limit = vec_env.env.time_limit is TimeLimit.CUTOFF
+    if event_bonus is not None:
+        check_event_bonus(vec_env.env, event_bonus)
 
     def one_step(rollout: RolloutState, step_key):
         act_key, env_key = jax.random.split(step_key)
@@ -117,6 +152,11 @@ def collect(
             env_key, rollout.env_state, actions, env_params
         )
         next_view = agent_view(vec_env, env_state, observation, env_params, done)
+        if event_bonus is not None:
+            # the metric after the step is the ending episode's, read before any reset
+            before = episode_metric(vec_env, rollout.env_state, env_params, event_bonus.metric)
+            rise = info["episode_metrics"][event_bonus.metric].astype(jnp.float32) - before
+            reward = reward + event_bonus.bonus * rise[:, None] * view.active
         if cut_off_at_time_limit:
             final_view = next_view.replace(
                 observation=info["final_observation"],
