@@ -16,10 +16,9 @@ across updates, so a wide network can take many updates without overfitting a fi
 set. The learner reads only its own observation: what the teacher knows beyond it, the
 learner must infer.
 
-A teacher action the mask forbids does what the environment's no-op does (its spec's
-`noop_action`: a failed grab at dining is a wait), so it is relabelled as the no-op, the
-action the learner can take to the same effect; where an environment declares no no-op,
-it carries no loss (`imitation/forbidden_labels`, the share of such labels).
+A teacher action the mask forbids is relabelled as the environment's no-op, or carries no
+loss where it declares none (`baselines.common.teacher`; `imitation/forbidden_labels`, the
+share of such labels).
 The actor exports and evaluates like any other; there is no critic.
 """
 
@@ -30,10 +29,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
-import alemlite
 from alemlite.core.environment import Environment
 from alemlite.core.logging import LogWrapper
-from alemlite.core.vec import VecEnv, VecState
+from alemlite.core.vec import VecEnv
 from baselines.common import rollout as rollouts
 from baselines.common.agents import SharedActor
 from baselines.common.algorithm import Runner
@@ -42,6 +40,7 @@ from baselines.common.group import env_major
 from baselines.common.networks import masked_categorical
 from baselines.common.ppo import adam_optimizer, minibatch_epochs, weighted_mean
 from baselines.common.rollout import AgentView
+from baselines.common.teacher import imitation_loss, teacher_actions
 
 
 class DAgger:
@@ -52,9 +51,7 @@ class DAgger:
             LogWrapper(env), config.num_envs, config.pool_size, config.refresh_per_step
         )
         self.env_params = env.default_params
-        env_spec = alemlite.spec(env.name)
-        self.teacher = env_spec.policy(config.imitation.teacher, env)
-        self.noop_action = env_spec.noop_action
+        self._teacher_actions = teacher_actions(env, self.vec_env, config.imitation.teacher)
         self.actor = SharedActor(
             config.network, env.num_agents, env.num_actions, tuple(env.observation_shape)
         )
@@ -76,18 +73,6 @@ class DAgger:
             return jnp.where(mixing_step < 0, jnp.float32(1.0), final)
         falling = jnp.clip(1.0 - mixing_step / imitation.mixing_updates, 0.0, 1.0)
         return final + (1.0 - final) * falling
-
-    def _teacher_actions(self, key: jax.Array, state: VecState, env_params) -> jax.Array:
-        keys = jax.random.split(key, self.vec_env.num_envs)
-        in_axes = (0, 0, self.vec_env.params_axes(env_params))
-        # VecState holds LogWrapper states; the teacher reads the environment's own.
-        actions = jax.vmap(self.teacher, in_axes=in_axes)(
-            keys, state.env_state.env_state, env_params
-        )
-        if self.noop_action is None:
-            return actions
-        mask = self.vec_env.action_mask(state, env_params)
-        return jnp.where(_allowed(mask, actions), actions, self.noop_action)
 
     def _act(self, teacher_share, params, hidden, view: AgentView, key):
         learner_key, share_key = jax.random.split(key)
@@ -183,16 +168,9 @@ class DAgger:
             view.action_mask,
         )
         distribution = masked_categorical(logits, view.action_mask)
-        labels = view.teacher_actions
-        allowed = _allowed(view.action_mask, labels)
-        loss = -weighted_mean(distribution.log_prob(labels), view.active & allowed)
+        loss, forbidden = imitation_loss(distribution, view)
         return loss, {
             "loss/imitation": loss,
             "loss/entropy": weighted_mean(distribution.entropy(), view.active),
-            "imitation/forbidden_labels": weighted_mean(~allowed, view.active),
+            "imitation/forbidden_labels": forbidden,
         }
-
-
-def _allowed(mask: jax.Array, actions: jax.Array) -> jax.Array:
-    """Whether the mask `(..., N, A)` allows each action `(..., N)`."""
-    return jnp.take_along_axis(mask, actions[..., None], -1)[..., 0]

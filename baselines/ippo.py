@@ -32,6 +32,7 @@ from baselines.common.ppo import (
     weighted_mean,
 )
 from baselines.common.rollout import AgentView
+from baselines.common.teacher import imitation_loss, teacher_actions
 
 
 def team_rewards(reward: jax.Array, active: jax.Array) -> jax.Array:
@@ -66,6 +67,12 @@ class IPPO:
         )
         if self.event_bonus is not None:
             rollouts.check_event_bonus(env, self.event_bonus)
+        imitation = config.imitation
+        self.teacher = (
+            teacher_actions(env, self.vec_env, imitation.teacher)
+            if imitation.kickstart_coef > 0
+            else None
+        )
         self.optimizer = adam_optimizer(
             ppo, config.num_updates * ppo.num_epochs * ppo.num_minibatches
         )
@@ -137,6 +144,7 @@ class IPPO:
             runner.rollout,
             rollout_key,
             self.config.num_steps,
+            teacher=self.teacher,
             event_bonus=self.event_bonus,
         )
         _, last_value = self._values(
@@ -208,9 +216,15 @@ class IPPO:
         )
         entropy = weighted_mean(distribution.entropy(), weights)
         loss = policy_loss + ppo.value_coef * value_loss - ppo.entropy_coef * entropy
+        terms = {}
+        if self.teacher is not None:  # kickstarting: held to the teacher on the learner's states
+            imitation, _ = imitation_loss(distribution, view)
+            loss = loss + self.config.imitation.kickstart_coef * imitation
+            terms["loss/kickstart"] = imitation
         return loss, {
             "loss/policy": policy_loss,
             "loss/value": value_loss,
             "loss/entropy": entropy,
+            **terms,
             **{f"loss/{name}": value for name, value in diagnostics.items()},
         }

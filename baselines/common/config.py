@@ -187,8 +187,16 @@ class ImitationConfig:
     whole episode (episode: the learner's tables reach the states its own mistakes lead to,
     such as tiredness the teacher never lets happen, while the teacher's tables keep whole
     demonstrations of what needs every seat's part, such as coordination tasks)."""
+    kickstart_coef: float = 0.0
+    """IPPO, MAPPO: weight of a cross-entropy towards `teacher`'s action on every state the
+    learner plays, added to PPO's loss (kickstarting: the reward improves the policy while
+    the teacher holds it to what the reward alone does not teach); 0: none."""
 
     def __post_init__(self):
+        require(
+            math.isfinite(self.kickstart_coef) and self.kickstart_coef >= 0,
+            f"imitation.kickstart_coef={self.kickstart_coef} must be 0 (off) or positive",
+        )
         require(
             self.cloning_updates >= 0,
             f"imitation.cloning_updates={self.cloning_updates} must be 0 (mixing starts at "
@@ -436,12 +444,18 @@ class TrainConfig:
         )
         if self.curriculum.enabled:
             self._schedule_the_curriculum_option()
-        if self.algorithm == "dagger":
+        kickstarted = self.imitation.kickstart_coef > 0
+        require(
+            not kickstarted or self.algorithm in ("ippo", "mappo"),
+            f"imitation.kickstart_coef={self.imitation.kickstart_coef}: kickstarting adds a "
+            f"teacher's loss to ippo and mappo, not {self.algorithm}; drop it",
+        )
+        if self.algorithm == "dagger" or kickstarted:
             scripted = sorted(spec(self.env).policies)
             require(
                 self.imitation.teacher in scripted,
-                f"imitation.teacher={self.imitation.teacher!r}: dagger imitates one of "
-                f"{self.env}'s scripted policies; give --imitation.teacher, one of "
+                f"imitation.teacher={self.imitation.teacher!r}: {self.algorithm} imitates one "
+                f"of {self.env}'s scripted policies; give --imitation.teacher, one of "
                 f"{', '.join(scripted)}",
             )
 
