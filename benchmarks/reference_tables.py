@@ -17,6 +17,12 @@ from benchmarks.harness import load_results as load
 from benchmarks.references import p_value
 from benchmarks.study.config import method_label
 
+# Per Craft difficulty, its shipped references (`benchmarks.craft_references`, a `--label`
+# naming each variant) and their results files, in table order.
+CRAFT_REFERENCES = {
+    difficulty: ((f"craft-{difficulty}", f"craft_reference_{difficulty}.json"),)
+    for difficulty in ("easy", "medium", "hard")
+}
 DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
 MATRIX_ANCHORS = ("uniform", "tit_for_tat", "optimal")
 MATRIX_GAMES = ("climbing", "penalty", "stag_hunt", "prisoners_dilemma")
@@ -31,8 +37,9 @@ SHIPPED = {
     ),
     "ippo-craft-medium": ("marl_craft_cpu.json", "ippo-craft-medium", ("random", "team")),
     **{
-        f"craft-{difficulty}": (f"craft_reference_{difficulty}.json", None, ("random", "team"))
-        for difficulty in ("easy", "medium", "hard")
+        name: (results_file, None, ("random", "team"))
+        for variants in CRAFT_REFERENCES.values()
+        for name, results_file in variants
     },
     "dining-3-shaped": ("dining_reference_3_shaped.json", None, DINING_ANCHORS),
     "dining-5-shaped": ("dining_reference_5_shaped.json", None, DINING_ANCHORS),
@@ -213,7 +220,6 @@ def _budget_rows(found: dict) -> list[str]:
     return rows
 
 
-CRAFT_DIFFICULTIES = ("easy", "medium", "hard")
 CRAFT_ANCHORS = {"random": "uniform random", "team": "scripted team"}
 
 
@@ -241,20 +247,21 @@ def craft_references() -> str:
         ]
         return f"| {difficulty} | {policy} | {steps} | " + " | ".join(cells) + " |"
 
-    for difficulty in CRAFT_DIFFICULTIES:
-        results = load(f"craft_reference_{difficulty}.json")
-        chosen = results["chosen"]
-        run = results["runs"][chosen["algorithm"]]
-        steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
-        method = references.chosen_method_label(results)
-        lines.append(
-            row(
-                difficulty,
-                f"`craft-{difficulty}` ({method}, seed {chosen['seed']})",
-                f"{steps / 1e6:.2f} M",
-                run["best"]["episodes"],
+    for difficulty, variants in CRAFT_REFERENCES.items():
+        for name, results_file in variants:
+            results = load(results_file)
+            chosen = results["chosen"]
+            run = results["runs"][chosen["algorithm"]]
+            steps = run["agent_steps_per_seed"] * chosen["update"] // run["num_updates"]
+            method = references.chosen_method_label(results)
+            lines.append(
+                row(
+                    difficulty,
+                    f"`{name}` ({method}, seed {chosen['seed']})",
+                    f"{steps / 1e6:.2f} M",
+                    run["best"]["episodes"],
+                )
             )
-        )
         for algorithm in ("ippo", "mappo"):
             trained = from_reward[f"{algorithm}-craft-{difficulty}"]
             lines.append(
@@ -271,20 +278,20 @@ def craft_references() -> str:
 
 
 def craft_reference_projections() -> str:
-    """Per difficulty, the shipped Craft reference's validation curve in brief and the agent
-    steps at which its late log-linear trend reaches the best scripted policy's return
+    """Each shipped Craft reference's validation curve in brief and the agent steps (of its
+    own run) at which its late log-linear trend reaches the best scripted policy's return
     (`references.projection`)."""
     lines = [
-        "| difficulty | validation return: first / best / last evaluation | trend per tenfold "
+        "| reference | validation return: first / best / last evaluation | trend per tenfold "
         "agent steps (last half, ± s.e.) | target: test return of | projected agent steps |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for difficulty in CRAFT_DIFFICULTIES:
-        results = load(f"craft_reference_{difficulty}.json")
+    for name, results_file in (pair for pairs in CRAFT_REFERENCES.values() for pair in pairs):
+        results = load(results_file)
         if "projection" not in results:
             lines.append(
-                f"| {difficulty} | not in `craft_reference_{difficulty}.json`, published "
-                "before the curves were kept | | | |"
+                f"| `{name}` | not in `{results_file}`, published before the curves were kept "
+                "| | | |"
             )
             continue
         curve = results["runs"][results["chosen"]["algorithm"]]["validation_curve"]
@@ -293,7 +300,7 @@ def craft_reference_projections() -> str:
         slope = found["return_per_tenfold_steps"]
         steps = found["agent_steps"]
         lines.append(
-            f"| {difficulty} | {returns[0]:.2f} / {max(returns):.2f} / {returns[-1]:.2f} | "
+            f"| `{name}` | {returns[0]:.2f} / {max(returns):.2f} / {returns[-1]:.2f} | "
             + (f"{slope:+.2f} ± {found['slope_stderr']:.2f}" if slope is not None else "no fit")
             + f" | {CRAFT_ANCHORS[found['target_policy']]}, {found['target_return']:.2f} | "
             + (f"{steps:.1e}" if steps is not None else "none: no rising trend")

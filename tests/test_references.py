@@ -94,7 +94,9 @@ def test_the_projection_table_prints_a_kept_curve_and_says_where_nothing_was_pro
     }
     monkeypatch.setattr(reference_tables, "load", files.__getitem__)
     rows = reference_tables.craft_reference_projections().splitlines()[2:]
-    assert rows[0] == "| easy | 0.00 / 6.00 / 6.00 | +2.00 ± 0.00 | scripted team, 8.00 | 1.0e+10 |"
+    assert rows[0] == (
+        "| `craft-easy` | 0.00 / 6.00 / 6.00 | +2.00 ± 0.00 | scripted team, 8.00 | 1.0e+10 |"
+    )
     assert rows[1].endswith("| no fit | scripted team, 8.00 | none: no rising trend |")
     assert "published before the curves were kept" in rows[2]
 
