@@ -242,12 +242,14 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
             f"out={str(run_dir)!r} already holds checkpoints; pass --resume to continue it "
             "or choose a new --out",
         )
+    # a resumed run restores its own actor
+    initial_actor = _initial_actor(config, env) if config.init_actor and not config.resume else None
     program = compiled_program(config, env)
     algorithm, evaluator, schedule = program.algorithm, program.evaluator, program.schedule
 
     runner = program.init(jax.random.split(jax.random.PRNGKey(config.seed), config.num_seeds))
-    if config.init_actor and not config.resume:  # a resumed run restores its own actor
-        runner = _with_initial_actor(runner, config, env, algorithm.actor)
+    if initial_actor is not None:
+        runner = _with_initial_actor(runner, initial_actor)
     best = BestActors(
         actor_params=jax.tree.map(jnp.copy, runner.params["actor"]),  # runner is donated
         validation_return=jnp.full((config.num_seeds,), -jnp.inf),
@@ -361,24 +363,31 @@ def _train(config, env, references, reference_summaries) -> dict[str, Any]:
     return summary
 
 
-def _with_initial_actor(runner: Runner, config: TrainConfig, env, actor) -> Runner:
-    """`runner` with every seed's actor parameters those of the policy `config.init_actor`
-    (and so is a frozen reference of the initial actor, where the algorithm keeps one)."""
+def _initial_actor(config: TrainConfig, env: Environment) -> Any:
+    """The actor parameters of the policy `config.init_actor`, refused in one line (before
+    anything compiles) where it does not fit the run's environment or network."""
     import baselines  # the loader of shipped and exported policies
 
     policy = baselines.load(config.init_actor)
     policy.check_fits(env)
+    network = dataclasses.replace(config.network, observation_parts=observation_parts(env))
     require(
-        policy.actor.network == actor.network,
+        policy.actor.network == network,
         f"init_actor={config.init_actor!r}: its actor ({policy.actor.network}) does not fit "
-        f"this run's network ({actor.network}); give the --network options it was trained with",
+        f"this run's network ({network}); give the --network options it was trained with",
     )
+    return policy.params
+
+
+def _with_initial_actor(runner: Runner, actor_params: Any) -> Runner:
+    """`runner` with every seed's actor parameters `actor_params` (and so is a frozen
+    reference of the initial actor, where the algorithm keeps one)."""
 
     def per_seed(leaf, like):
         leaf = jnp.broadcast_to(jnp.asarray(leaf, like.dtype), like.shape)
         return jax.device_put(leaf, like.sharding)
 
-    params = jax.tree.map(per_seed, policy.params, runner.params["actor"])
+    params = jax.tree.map(per_seed, actor_params, runner.params["actor"])
     initial = {name: params for name in ("actor", "reference") if name in runner.params}
     return runner.replace(params={**runner.params, **initial})
 
