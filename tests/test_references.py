@@ -87,16 +87,23 @@ def test_the_projection_table_prints_a_kept_curve_and_says_where_nothing_was_pro
         "projection": references.projection(kept, SCRIPTED),
     }
     short = {**rising, "projection": references.projection(kept[:2], SCRIPTED)}
-    files = {
-        "craft_reference_easy.json": rising,
-        "craft_reference_medium.json": short,
-        "craft_reference_hard.json": {},
-    }
+    files = {"craft_reference_easy.json": rising, "craft_reference_hard.json": {}}
     monkeypatch.setattr(reference_tables, "load", files.__getitem__)
+    monkeypatch.setattr(
+        reference_tables,
+        "CRAFT_REFERENCES",
+        {
+            "easy": (("craft-easy", "craft_reference_easy.json"),),
+            "medium": (("craft-medium-ippo", "short.json"),),
+            "hard": (("craft-hard", "craft_reference_hard.json"),),
+        },
+    )
+    files["short.json"] = short
     rows = reference_tables.craft_reference_projections().splitlines()[2:]
     assert rows[0] == (
         "| `craft-easy` | 0.00 / 6.00 / 6.00 | +2.00 ± 0.00 | scripted team, 8.00 | 1.0e+10 |"
     )
+    assert rows[1].startswith("| `craft-medium-ippo` |")
     assert rows[1].endswith("| no fit | scripted team, 8.00 | none: no rising trend |")
     assert "published before the curves were kept" in rows[2]
 
