@@ -203,4 +203,5 @@ def test_the_imitation_settings_survive_a_config_round_trip():
         "mixing_updates": 7,
         "final_teacher_share": 0.25,
         "mix_by": "step",
+        "kickstart_coef": 0.0,
     }

@@ -196,7 +196,14 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
         env="craft", difficulties=("easy", "medium"), team_sizes=(3, 2),
         options=alemlite.spec("craft").options(map_size=32, max_steps=500),
     )  # fmt: skip
-    assert config.checkpoints == ("craft-easy", "craft-hard", "craft-medium", "ippo-craft-medium")
+    assert config.checkpoints == (
+        "craft-easy",
+        "craft-easy-ippo",
+        "craft-hard",
+        "craft-medium",
+        "craft-medium-ippo",
+        "ippo-craft-medium",
+    )
     strata = config.strata()
     assert [s.key for s in strata] == ["easy-n3", "easy-n2", "medium-n3", "medium-n2"]
     env_spec = alemlite.spec("craft")
@@ -204,7 +211,7 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
     easy = plan_stratum(env_spec, strata[0], config)
     assert easy.references["marl"] == "marl:ippo-craft-medium"
     refused = [note for note in easy.notes if "does not play here" in note]
-    assert len(refused) == 3 and all("observation shape" in note for note in refused)
+    assert len(refused) == 5 and all("observation shape" in note for note in refused)
     assert easy.notes[-1] == ("MARL reference ippo-craft-medium was trained with "
                               "difficulty=medium (here easy)")  # fmt: skip
     assert not any(
