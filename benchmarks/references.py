@@ -32,6 +32,7 @@ from alemlite.core.spec import EnvOptions
 from alemlite.evaluation import evaluate
 from alemlite.stats import mean_ci, welch_t_test
 from baselines.common.config import (
+    CurriculumConfig,
     GroupConfig,
     ImitationConfig,
     NetworkConfig,
@@ -68,6 +69,9 @@ class ReferenceConfig:
     group: GroupConfig = field(default_factory=GroupConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
     """dagger: the scripted policy it imitates and how long that teacher plays."""
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    """Stages of the environment's curriculum option (Craft: the building cost); the best
+    checkpoint is chosen at the last, the setting the reference ships for."""
     init_actor: str = ""
     """A trained policy whose actor starts every run (a shipped name or an exported policy
     directory; its network options must be given); empty: fresh actors."""
@@ -121,6 +125,7 @@ def train_config(config: ReferenceConfig, algorithm: str, run_dir: Path) -> Trai
         ppo=config.ppo,
         group=config.group,
         imitation=config.imitation,
+        curriculum=config.curriculum,
         init_actor=config.init_actor,
         out=run_dir,
         # An interrupted run (checkpoints inside) continues where it stopped.

@@ -90,9 +90,13 @@ def test_mixed_batches_replay_earlier_values_spread_over_the_batch():
             "curriculum.values=[1, 5] must be at least 2 (the smallest num_agents of dining)",
         ),
         (
-            lambda: TrainConfig(env="craft", curriculum=CurriculumConfig(values=(3, 5))),
-            "curriculum.values=[3, 5]: env='craft' has no curriculum option; "
+            lambda: TrainConfig(env="matrix", curriculum=CurriculumConfig(values=(3, 5))),
+            "curriculum.values=[3, 5]: env='matrix' has no curriculum option; "
             "drop --curriculum.values",
+        ),
+        (
+            lambda: TrainConfig(env="craft", curriculum=CurriculumConfig(values=(0, 4))),
+            "building_cost=4 must lie in 0..3 (0: free buildings, 3: the whole share)",
         ),
     ],
 )
@@ -121,8 +125,22 @@ def test_command_line_and_config_json_carry_the_curriculum(tmp_path):
     assert loaded == TrainConfig(**{f.name: getattr(config, f.name) for f in fields(config)})
 
 
+def test_craft_s_curriculum_raises_the_building_cost_on_the_target_world():
+    config = TrainConfig(env="craft", curriculum=CurriculumConfig(values=(0, 2, 3)))
+    assert config.options == alemlite.spec("craft").options(building_cost=3)
+    assert config.options.label() == alemlite.spec("craft").options().label()
+    assert alemlite.spec("craft").options(building_cost=0).label().endswith("_cost0")
+    scheduled = alemlite.spec("craft").curriculum
+    env = alemlite.make("craft", **{**scheduled.make_kwargs(config.options, 3), "map_size": 16})
+    batch = scheduled.params(env, np.array([0, 2, 3], np.int32))
+    assert batch.building_share.shape == (3, *env.default_params.building_share.shape)
+    assert np.asarray(batch.building_share[0]).sum() == 0
+    np.testing.assert_array_equal(batch.building_share[2], env.default_params.building_share)
+    assert batch.alpha.shape == ()  # only the cost varies over the batch
+
+
 def test_an_environment_without_a_curriculum_trains_on_a_fixed_setting():
-    config = TrainConfig(env="craft", num_envs=4)
+    config = TrainConfig(env="matrix", num_envs=4)
     schedule = make_schedule(config.curriculum, config.env, None, None, 4, 1)
     assert isinstance(schedule, FixedSetting)
     assert schedule.summary(config.evaluation_config(), schedule.start(), None, None, {}) == {}

@@ -58,8 +58,8 @@ def site_scene(kind: int, roll: int = NEEDS_TWO, **share):
     return state
 
 
-def act(state, actions, key=0):
-    _, state, reward, _, _ = STEP(jax.random.PRNGKey(key), state, jnp.array(actions), PARAMS)
+def act(state, actions, key=0, params=PARAMS):
+    _, state, reward, _, _ = STEP(jax.random.PRNGKey(key), state, jnp.array(actions), params)
     return state, np.asarray(reward)
 
 
@@ -101,6 +101,27 @@ def test_building_without_the_share_does_nothing_and_is_masked():
     after, _ = act(state, [SHELTER, SHELTER, SHELTER])
     assert int(after.map[SITE]) == L.SITE and items(after, "wood") == [1, 1, 1]
     assert int(after.coordination.sites.building[0]) == -1
+
+
+def test_a_lower_building_cost_pays_the_first_items_of_the_share_and_zero_builds_free():
+    assert np.array_equal(L.building_share(L.FULL_BUILDING_COST), L.BUILDING_SHARE)
+    first_items = [np.flatnonzero(L.building_share(1)[kind]).tolist() for kind in range(3)]
+    assert first_items == [[C.INV_WOOD], [C.INV_STONE], [C.INV_COAL]]
+    assert np.flatnonzero(L.building_share(2)[L.FORGE_KIND]).tolist() == [C.INV_STONE, C.INV_COAL]
+    assert L.building_share(np.array([0, 1, 3])).shape == (3, *L.BUILDING_SHARE.shape)
+
+    wood_only = PARAMS.replace(building_share=jnp.asarray(L.building_share(1)))
+    state = site_scene(L.TASK_HARD_SYNC, wood=1)  # no stone: short of the whole share
+    assert np.asarray(MASK(state, wood_only))[:, SHELTER].all()
+    built, _ = act(state, [SHELTER, SHELTER, C.NOOP], params=wood_only)
+    assert int(built.map[SITE]) == L.SHELTER and items(built, "wood") == [0, 0, 1]
+
+    free = PARAMS.replace(building_share=jnp.asarray(L.building_share(0)))
+    empty = site_scene(L.TASK_HARD_SYNC)
+    assert not np.asarray(MASK(empty, PARAMS))[:, SHELTER].any()
+    built, _ = act(empty, [SHELTER, SHELTER, C.NOOP], params=free)
+    assert int(built.map[SITE]) == L.SHELTER
+    assert unlocked(built, "build_shelter") == [True, True, False]
 
 
 def test_a_sync_site_fails_alone_and_stands_with_the_quorum():

@@ -76,6 +76,6 @@ class CraftParams(WorldParams):
                 (L.NUM_COORDINATION_ACHIEVEMENTS,), L.COORDINATION_WEIGHT, jnp.float32
             ),
             give_range=jnp.int32(config.give_range),
-            building_share=jnp.asarray(L.BUILDING_SHARE, jnp.int32),
+            building_share=jnp.asarray(L.building_share(config.building_cost)),
             beacon_radius=jnp.int32(L.BEACON_RADIUS),
         )

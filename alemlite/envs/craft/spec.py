@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
+
 from alemlite.core.prompting import PromptOptions
-from alemlite.core.spec import EnvOptions, EnvSpec
+from alemlite.core.spec import Curriculum, EnvOptions, EnvSpec
 from alemlite.envs.craft import constants as C
 from alemlite.envs.craft.agent_view import render_agent_rgb
 from alemlite.envs.craft.config import CraftConfig
+from alemlite.envs.craft.coordination import constants as L
 from alemlite.envs.craft.coordination.config import parse_difficulty
 from alemlite.envs.craft.env import CraftEnv
 from alemlite.envs.craft.policies import POLICIES
@@ -32,6 +36,10 @@ class CraftOptions(EnvOptions):
     """what each agent observes: dense (one-hot window channels; 2,455 floats per agent for 3
     agents with the whole layer on) or symbolic (integer ids per window tile, embedded by the
     networks, and the same features; 565 values)"""
+    building_cost: int = L.FULL_BUILDING_COST
+    """items of each building's share a builder pays, first in inventory order (wood, stone,
+    coal, iron): 3 the whole share, 0 free buildings; a training curriculum raises it
+    (--curriculum.values 0 1 2 3)"""
 
     def __post_init__(self) -> None:
         CraftConfig(**self.make_kwargs())
@@ -44,19 +52,26 @@ class CraftOptions(EnvOptions):
             "difficulty": parse_difficulty(self.difficulty),
             "coordination": self.coordination,
             "obs_encoding": self.obs_encoding,
+            "building_cost": self.building_cost,
         }
 
     def label(self) -> str:
         layer = "" if self.coordination else "_plain"
         encoding = "" if self.obs_encoding == "dense" else f"_{self.obs_encoding}"
-        return f"{self.num_agents}_{self.map_size}_{self.difficulty}{layer}{encoding}"
+        cost = "" if self.full_cost else f"_cost{self.building_cost}"
+        return f"{self.num_agents}_{self.map_size}_{self.difficulty}{layer}{encoding}{cost}"
+
+    @property
+    def full_cost(self) -> bool:
+        return self.building_cost == L.FULL_BUILDING_COST
 
     def describe(self) -> str:
         layer = "" if self.coordination else ", no coordination layer"
         encoding = "" if self.obs_encoding == "dense" else f", {self.obs_encoding} observation"
+        cost = "" if self.full_cost else f", building cost {self.building_cost}"
         return (
             f"P={self.num_agents}, {self.map_size}x{self.map_size}, "
-            f"difficulty={self.difficulty}{layer}{encoding}"
+            f"difficulty={self.difficulty}{layer}{encoding}{cost}"
         )
 
 
@@ -69,6 +84,15 @@ def _prompts(env: CraftEnv):
     from alemlite.envs.craft.prompting import CraftRenderer
 
     return CraftRenderer(env)
+
+
+def _cost_curriculum_kwargs(options: CraftOptions, largest: int) -> dict[str, Any]:
+    # The cost is a parameter only: every stage shares the shapes of the target world.
+    return {**options.make_kwargs(), "building_cost": largest}
+
+
+def _cost_params(env: CraftEnv, costs: np.ndarray) -> Any:
+    return env.default_params.replace(building_share=jnp.asarray(L.building_share(costs)))
 
 
 def render_rgb(env: CraftEnv, state: Any, params: Any) -> Any:
@@ -99,4 +123,11 @@ SPEC = EnvSpec(
     noop_action=C.NOOP,
     pooled_resets=True,
     small_options={"num_agents": 2, "map_size": 16, "max_steps": 6},
+    # Free buildings first: agents learn to meet at a site before carrying its materials.
+    curriculum=Curriculum(
+        option="building_cost",
+        make_kwargs=_cost_curriculum_kwargs,
+        params=_cost_params,
+        minimum=0,
+    ),
 )

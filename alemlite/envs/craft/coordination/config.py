@@ -140,10 +140,18 @@ class ConstructionConfig(LayerConfig):
 
     construction: bool = True
     site_slots: int = 4
+    # Default of the parameter: the items of each building's share a builder pays, first in
+    # inventory order (L.building_share); below the full count a training curriculum's stage.
+    building_cost: int = L.FULL_BUILDING_COST
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(0 <= self.site_slots <= 16, f"site_slots={self.site_slots} must lie in 0..16")
+        require(
+            0 <= self.building_cost <= L.FULL_BUILDING_COST,
+            f"building_cost={self.building_cost} must lie in 0..{L.FULL_BUILDING_COST} "
+            f"(0: free buildings, {L.FULL_BUILDING_COST}: the whole share)",
+        )
         require(
             not self.has_construction or self.site_slots >= 1,
             f"site_slots={self.site_slots} must be >= 1 while construction is on; "

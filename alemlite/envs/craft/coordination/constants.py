@@ -133,6 +133,20 @@ for _row, _costs in enumerate(
 ):
     for _item, _amount in _costs.items():
         BUILDING_SHARE[_row, _item] = _amount
+# A training curriculum's lever (`CraftConfig.building_cost`): a builder pays the k items of
+# its share that come first in the inventory order (wood, stone, coal, iron: the order the
+# tech tree reaches them), 0 making buildings free; the largest share has this many items.
+FULL_BUILDING_COST = int(np.max(np.sum(BUILDING_SHARE > 0, axis=1)))
+
+
+def building_share(cost) -> np.ndarray:
+    """`BUILDING_SHARE` with each building's share cut to its first `cost` items (a whole
+    number, or an array of them: the shares gain its shape in front)."""
+    cost = np.asarray(cost, np.int32)[..., None, None]
+    rank = np.cumsum(BUILDING_SHARE > 0, axis=1) - 1  # each item's place in its share
+    return np.where(rank < cost, BUILDING_SHARE, 0).astype(np.int32)
+
+
 # Diamond sword: two agents next to one forge act on one step; each pays this, each gets one.
 DIAMOND_SWORD_SHARE = np.zeros(C.NUM_ITEMS, dtype=np.int32)
 DIAMOND_SWORD_SHARE[[C.INV_WOOD, C.INV_DIAMOND]] = 1
