@@ -32,6 +32,7 @@ from baselines.common.curriculum import (
     restart,
     stage_values,
 )
+from baselines.common.reporting import plot_learning_curve
 from baselines.common.trainer import compiled_program, make_env, train
 from baselines.grpo import GRPO
 
@@ -310,3 +311,28 @@ def test_grpo_groups_share_a_table_size_and_play_it(env):
     np.testing.assert_array_equal(active.sum(-1), np.broadcast_to([[5], [5], [3], [3]], (4, 8)))
     assert np.isfinite(np.asarray(batch["advantages"])).all()
     assert np.isfinite(float(statistics["group/return"]))
+
+
+def test_the_learning_curve_marks_stages_that_start_at_zero(tmp_path):
+    # Craft's curriculum starts at building_cost 0: every later stage is marked in data
+    # coordinates (a falsy first value once put a label a million axes widths away).
+    records = [
+        {
+            "kind": "train",
+            "agent_steps": 1_000_000 * (index + 1),
+            "episode/return_per_seed": [float(index)],
+            "curriculum/value": value,
+        }
+        for index, value in enumerate([0, 0, 1, 1, 3])
+    ]
+    records.append(
+        {
+            "kind": "eval",
+            "agent_steps": 5_000_000,
+            "validation_return": [1.0],
+            "stage_validation_return": [2.0],
+        }
+    )
+    path = tmp_path / "curve.png"
+    plot_learning_curve(records, {"team": 3.0}, path, "craft", stage_name="building_cost")
+    assert path.stat().st_size > 0

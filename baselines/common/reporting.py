@@ -182,7 +182,8 @@ def _mark_curriculum_stages(axis, train: list[dict[str, Any]], stage_name: str) 
             axis.annotate(
                 f"{stage_name}={value}",
                 where,
-                xycoords=("data" if previous_value else "axes fraction", "axes fraction"),
+                # a first value of 0 (a free Craft building) is a stage like any other
+                xycoords=("axes fraction" if previous_value is None else "data", "axes fraction"),
                 fontsize=7,
                 xytext=(2, 3),
                 textcoords="offset points",
