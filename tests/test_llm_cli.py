@@ -162,7 +162,7 @@ def test_eval_plays_a_mixed_craft_team_with_a_language_model(tmp_path):
     assert config["team"] == ["team", "team", "scripted"]
     assert config["options"] == {"num_agents": 3, "map_size": 16, "max_steps": 4,
                                  "difficulty": "medium", "coordination": True,
-                                 "obs_encoding": "dense"}  # fmt: skip
+                                 "obs_encoding": "dense", "building_cost": 3}  # fmt: skip
     assert (config["env"], config["episodes"], config["seed"]) == ("craft", 2, 0)
     assert (config["prompt"]["variant"], config["prompt"]["history"]) == ("specific", 8)
     turns = _turns(tmp_path)
@@ -191,7 +191,7 @@ def test_eval_of_a_scripted_craft_team_is_compiled_and_reported(tmp_path, capsys
     assert report["config"] == {
         "env": "craft",
         "options": {"num_agents": 2, "map_size": 16, "max_steps": 4, "difficulty": "medium",
-                    "coordination": False, "obs_encoding": "dense"},
+                    "coordination": False, "obs_encoding": "dense", "building_cost": 3},
         "team": ["policy:team", "policy:team"],
         "episodes": 2,
         "seed": 0,
