@@ -61,7 +61,15 @@ mostly forges; `--curriculum.values 0 1 3 --curriculum.patience 2 --curriculum.m
 repository) built 0.05-0.13 shelters an episode late in training, where a quarter of the
 episodes replay cheaper costs, and none on the 128 test episodes at the whole cost; its
 return and tasks there rose all the same (14.20 [13.65, 14.75] and 1.97 an episode, against
-craft-easy-ippo's 11.39 and 1.20), a candidate for the next craft-easy reference.
+craft-easy-ippo's 11.39 and 1.20). The same run is shipped as craft-DIFFICULTY-curriculum
+from the last reference of each difficulty:
+
+    python -m benchmarks.craft_references --difficulty easy --label curriculum \
+        --algorithms ippo --init-actor craft-easy-ippo --num-updates 450 \
+        --ppo.learning-rate 3e-4 --ppo.no-anneal-learning-rate --ppo.entropy-coef 0.01 \
+        --ppo.max-grad-norm 0.5 --ppo.rewards agent --ppo.event-metric construction/shelters \
+        --ppo.event-bonus 30 --curriculum.values 0 1 3 --curriculum.patience 2 \
+        --curriculum.min-improvement 0.5 --curriculum.mix 0.25  # medium: craft-medium-ippo
 """
 
 from __future__ import annotations

@@ -20,9 +20,18 @@ from benchmarks.study.config import method_label
 # Per Craft difficulty, its shipped references (`benchmarks.craft_references`, a `--label`
 # naming each variant) and their results files, in table order.
 CRAFT_REFERENCES = {
-    difficulty: ((f"craft-{difficulty}", f"craft_reference_{difficulty}.json"),)
-    + (((f"craft-{difficulty}-ippo", f"craft_reference_{difficulty}_ippo.json"),) if ippo else ())
-    for difficulty, ippo in (("easy", True), ("medium", True), ("hard", False))
+    difficulty: tuple(
+        (
+            "-".join(("craft", difficulty, *label)),
+            "_".join(("craft_reference", difficulty, *label)) + ".json",
+        )
+        for label in ((), *((name,) for name in labels))
+    )
+    for difficulty, labels in (
+        ("easy", ("ippo", "curriculum")),
+        ("medium", ("ippo", "curriculum")),
+        ("hard", ("curriculum",)),
+    )
 }
 DINING_ANCHORS = ("uniform_random", "backoff", "resource_ordering")
 MATRIX_ANCHORS = ("uniform", "tit_for_tat", "optimal")
@@ -61,6 +70,16 @@ SHIPPED = {
         for game in MATRIX_GAMES
     },
 }
+
+
+def curriculum_stages(results: dict) -> str:
+    """`, building_cost 0 then 1 then 3` for a reference trained over a curriculum, else ''."""
+    values = results["config"].get("curriculum", {}).get("values")
+    if not values:
+        return ""
+    env_name = results["runs"][results["chosen"]["algorithm"]]["env"]["name"]
+    option = alemlite.spec(env_name).curriculum.option
+    return f", {option} " + " then ".join(str(value) for value in values)
 
 
 def _describe_policy(description: dict) -> str:
@@ -257,11 +276,14 @@ def craft_references() -> str:
         for name, results_file in variants:
             results = load(results_file)
             chosen = results["chosen"]
-            steps = f"{chosen_steps(results) / 1e6:.2f} M"
-            start = results["config"].get("init_actor")
-            if start in SHIPPED:  # the steps of the reference it started from come first
-                steps = f"{chosen_steps(load(SHIPPED[start][0])) / 1e6:.2f} + {steps}"
-            method = references.chosen_method_label(results)
+            # the steps of the references it started from come first, the earliest first
+            parts, start = [chosen_steps(results)], results["config"].get("init_actor")
+            while start in SHIPPED:
+                earlier = load(SHIPPED[start][0])
+                parts.insert(0, chosen_steps(earlier))
+                start = earlier["config"].get("init_actor")
+            steps = " + ".join(f"{part / 1e6:.2f}" for part in parts) + " M"
+            method = references.chosen_method_label(results) + curriculum_stages(results)
             lines.append(
                 row(
                     difficulty,

@@ -198,9 +198,12 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
     )  # fmt: skip
     assert config.checkpoints == (
         "craft-easy",
+        "craft-easy-curriculum",
         "craft-easy-ippo",
         "craft-hard",
+        "craft-hard-curriculum",
         "craft-medium",
+        "craft-medium-curriculum",
         "craft-medium-ippo",
         "ippo-craft-medium",
     )
@@ -211,7 +214,7 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
     easy = plan_stratum(env_spec, strata[0], config)
     assert easy.references["marl"] == "marl:ippo-craft-medium"
     refused = [note for note in easy.notes if "does not play here" in note]
-    assert len(refused) == 5 and all("observation shape" in note for note in refused)
+    assert len(refused) == 8 and all("observation shape" in note for note in refused)
     assert easy.notes[-1] == ("MARL reference ippo-craft-medium was trained with "
                               "difficulty=medium (here easy)")  # fmt: skip
     assert not any(
@@ -225,10 +228,10 @@ def test_craft_strata_sweep_difficulties_and_say_where_the_checkpoint_was_traine
         options=alemlite.spec("craft").options(map_size=32, max_steps=500, obs_encoding="symbolic"),
     )  # fmt: skip
     plans = [plan_stratum(env_spec, stratum, symbolic) for stratum in symbolic.strata()]
-    # at easy IPPO from the clone (craft-easy-ippo) stands before the clone it started from
+    # the last of each chain (clone -> IPPO -> curriculum) stands before those it started from
     assert [plan.references["marl"] for plan in plans] == [
-        "marl:craft-easy-ippo",
-        "marl:craft-hard",
+        "marl:craft-easy-curriculum",
+        "marl:craft-hard-curriculum",
     ]
     assert not any("trained with" in note for plan in plans for note in plan.notes)
 

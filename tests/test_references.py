@@ -126,3 +126,10 @@ def test_an_imitation_reference_is_named_by_what_its_teacher_share_made_it():
     assert references.chosen_method_label({"chosen": {"algorithm": "mappo"}}) == "MAPPO"
     started = {"chosen": {"algorithm": "ippo"}, "config": {"init_actor": "craft-easy"}}
     assert references.chosen_method_label(started) == "IPPO from `craft-easy`"
+    staged = {
+        "chosen": {"algorithm": "ippo"},
+        "config": {"init_actor": "craft-easy-ippo", "curriculum": {"values": [0, 1, 3]}},
+        "runs": {"ippo": {"env": {"name": "craft"}}},
+    }
+    assert reference_tables.curriculum_stages(staged) == ", building_cost 0 then 1 then 3"
+    assert reference_tables.curriculum_stages(started) == ""
